@@ -1,0 +1,1 @@
+"""Attribution engine: rules, extract → correlate → decide, results, CLI."""

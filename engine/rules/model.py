@@ -1,0 +1,263 @@
+"""Strict models of the rule pack: what a rule file may say.
+
+A rule file is YAML with one top-level key, ``rules:``, holding a list of rules. Each rule
+is one of the kinds below, chosen by its ``kind`` field (a discriminated union):
+
+``extract``
+    Turns matching log lines into events: literal ``prefilter`` strings (any must occur),
+    then a ``regex`` with named groups, then the event's ``domain``/``cause``/``role``.
+    ``map`` makes these depend on a named group (one rule for every XID code).
+``suppress``
+    Events matching ``cascade`` that follow an event matching ``root`` within ``window``
+    in the same ``scope`` are cascades of that root (role becomes ``cascade``).
+``precedence``
+    When events matching ``prefer`` and ``over`` occur in the same scope within ``window``,
+    the ``over`` events confirm the preferred one (role becomes ``confirmation``).
+``metric``
+    A condition over a metric series (counter increase, threshold, state change) emits an
+    event.
+``python``
+    Logic YAML cannot express, loaded by path (see :mod:`engine.rules.python_rules`).
+
+Reserved named groups fill the event's location columns: ``gpu`` (PCI address or index),
+``port`` (HCA port, ``mlx5_0:1`` or ``mlx5_0/1``), ``rank``, ``node`` (a hostname printed in
+the message). Every other named group is kept in the event's ``params``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ingest.schema import DOMAINS, ROLES
+
+Role = Literal["root_candidate", "cascade", "confirmation", "context", "benign"]
+Domain = Literal[
+    "gpu", "gpu_memory", "nvlink", "network", "host", "storage", "scheduler", "workload",
+    "unknown", "none",
+]
+Scope = Literal["attempt", "node", "gpu", "port"]
+
+ACTIONS = (
+    "none", "restart", "fix_workload", "drain_node_and_restart", "reset_gpu_and_restart",
+    "replace_gpu", "check_fabric_port", "check_nvlink", "check_storage", "check_host",
+    "increase_time_limit", "resubmit", "investigate",
+)
+"""Recommended actions a rule may name (the verdict's ``recommended_action``)."""
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m|h|d)$")
+_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Seconds in a duration like ``30s``, ``40m``, ``2h`` (a bare number is seconds)."""
+    if isinstance(text, int | float):
+        return float(text)
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise ValueError(f"'{text}' is not a duration — write e.g. 30s, 40m, 2h")
+    return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Outcome(_Strict):
+    """What an event means: its name, domain, cause code, role and recommended action."""
+
+    event: str | None = None
+    domain: Domain | None = None
+    cause: str | None = None
+    role: Role | None = None
+    action: Literal[ACTIONS] | None = None  # type: ignore[valid-type]
+    title: str | None = None
+
+    @field_validator("cause")
+    @classmethod
+    def _cause_shape(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[a-z_]+\.[a-z0-9_]+", v):
+            raise ValueError(f"cause '{v}' must look like <domain>.<name>, e.g. gpu.fallen_off_bus")
+        return v
+
+
+class ParamMap(_Strict):
+    """Outcome by the value of one named group, e.g. XID code → cause/domain/role."""
+
+    key: str
+    table: dict[str, Outcome]
+    default: Outcome | None = None
+    """Outcome for values not in ``table``; without it such lines are not events."""
+
+
+class HitCase(_Strict):
+    """A real line the rule must match, with the fields it must yield."""
+
+    line: str
+    ref: str = Field(description="where the line was seen (URL)")
+    expect: dict[str, str] = Field(default_factory=dict)
+
+
+class MissCase(_Strict):
+    """A near-miss line the rule must not match."""
+
+    line: str
+    ref: str | None = None
+
+
+class ExtractTests(_Strict):
+    hit: list[HitCase] = Field(min_length=1)
+    miss: list[MissCase] = Field(min_length=1)
+
+
+class ExtractRule(Outcome):
+    """Log line → event (see the module docstring)."""
+
+    kind: Literal["extract"]
+    id: str
+    title: str
+    sources: list[str] | None = None
+    prefilter: list[str] = Field(min_length=1)
+    regex: str
+    ignore_case: bool = False
+    map: ParamMap | None = None
+    dedupe_window: str = "5m"
+    tests: ExtractTests
+    event: str
+    domain: Domain
+    cause: str
+    role: Role
+    action: Literal[ACTIONS] = "none"  # type: ignore[valid-type]
+
+    @field_validator("regex")
+    @classmethod
+    def _compiles(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"regex does not compile: {exc}") from exc
+        return v
+
+    @field_validator("dedupe_window")
+    @classmethod
+    def _window(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+    @model_validator(mode="after")
+    def _map_key_is_a_group(self) -> "ExtractRule":
+        groups = re.compile(self.regex).groupindex
+        if self.map is not None and self.map.key not in groups:
+            raise ValueError(f"map.key '{self.map.key}' is not a named group of the regex")
+        for case in self.tests.hit:
+            for field in case.expect:
+                if field not in groups and field not in Outcome.model_fields:
+                    raise ValueError(f"test expects field '{field}', which the rule never yields")
+        return self
+
+
+class Selector(_Strict):
+    """Which events a suppress/precedence rule talks about; all given lists must match."""
+
+    events: list[str] | None = None
+    domains: list[Domain] | None = None
+    roles: list[Role] | None = None
+    causes: list[str] | None = None
+    rules: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> "Selector":
+        if not any((self.events, self.domains, self.roles, self.causes, self.rules)):
+            raise ValueError("a selector needs at least one of events, domains, roles, causes, rules")
+        return self
+
+
+class SuppressRule(_Strict):
+    """Events matching ``cascade`` after a ``root`` event are symptoms of it."""
+
+    kind: Literal["suppress"]
+    id: str
+    title: str
+    root: Selector
+    cascade: Selector
+    scope: Scope = "attempt"
+    window: str
+    before: str = "0s"
+    """How long before the root a cascade may be stamped and still count (clock skew)."""
+
+    @field_validator("window", "before")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+
+class PrecedenceRule(_Strict):
+    """When ``prefer`` and ``over`` meet in one scope and window, ``over`` confirms."""
+
+    kind: Literal["precedence"]
+    id: str
+    title: str
+    prefer: Selector
+    over: Selector
+    scope: Scope = "attempt"
+    window: str
+
+    @field_validator("window")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+
+class MetricCase(_Strict):
+    """Samples ``[[seconds, value], …]`` of one series and how many events they give."""
+
+    samples: list[tuple[float, float]]
+    events: int
+    ref: str | None = None
+
+
+class MetricRule(Outcome):
+    """A condition over a metric series emits an event."""
+
+    kind: Literal["metric"]
+    id: str
+    title: str
+    metrics: list[str] = Field(min_length=1)
+    """Series names; several when exporters renamed the metric across versions."""
+    condition: Literal["increase", "above", "below", "change"]
+    threshold: float = 0.0
+    dedupe_window: str = "5m"
+    tests: list[MetricCase] = Field(min_length=1)
+    event: str
+    domain: Domain
+    cause: str
+    role: Role
+    action: Literal[ACTIONS] = "none"  # type: ignore[valid-type]
+
+
+class PythonRule(_Strict):
+    """A rule written in Python, in a file beside the YAML (path relative to it)."""
+
+    kind: Literal["python"]
+    id: str
+    title: str
+    path: str
+
+
+Rule = Annotated[
+    ExtractRule | SuppressRule | PrecedenceRule | MetricRule | PythonRule,
+    Field(discriminator="kind"),
+]
+
+
+class RuleFile(_Strict):
+    """The top level of a rule file."""
+
+    rules: list[Rule]
+
+
+assert set(Domain.__args__) == set(DOMAINS) and set(Role.__args__) == set(ROLES)  # type: ignore[attr-defined]

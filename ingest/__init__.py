@@ -1,0 +1,1 @@
+"""Connectors and the lake: everything that turns raw inputs into Parquet partitions."""
