@@ -1,0 +1,326 @@
+"""The ``causelake`` command line: thin commands over library functions.
+
+Every command parses its options, calls one library function and prints. Expected errors
+(bad input, a bad rule file, a lake problem) print one line to stderr and exit 2; the
+traceback only appears with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections.abc import Callable
+from datetime import date, datetime
+from functools import wraps
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from engine import render
+
+app = typer.Typer(
+    help="Explain why distributed GPU training jobs failed, from a columnar log lake.",
+    no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+)
+ingest_app = typer.Typer(help="Land inputs into the lake.", no_args_is_help=True)
+rules_app = typer.Typer(help="Check the rule pack.", no_args_is_help=True)
+app.add_typer(ingest_app, name="ingest")
+app.add_typer(rules_app, name="rules")
+
+out = Console()
+err = Console(stderr=True)
+STATE = {"debug": False}
+
+LakeOpt = Annotated[Path, typer.Option("--lake", help="Lake directory.", file_okay=False)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="One JSON object per line instead of tables.")]
+SourceOpt = Annotated[
+    str | None,
+    typer.Option("--source", help="Force the format: syslog, journald, kmsg, app, kubectl (default: detect per file)."),
+]
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    from engine.rules.loader import RulePackError
+    from ingest.connectors.base import ConnectorError
+    from ingest.lake import LakeError
+
+    return (ValueError, OSError, LakeError, RulePackError, ConnectorError)
+
+
+def handle_errors(fn: Callable) -> Callable:
+    """One error handler for every command: one clear line and exit 2 on expected errors."""
+
+    @wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except _expected_errors() as exc:
+            if STATE["debug"]:
+                raise
+            err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+@app.callback()
+def main(debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks.")] = False) -> None:
+    """causelake: root causes of failed GPU training attempts."""
+    STATE["debug"] = debug
+
+
+def _progress() -> tuple[Progress, Callable[[str], None]]:
+    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                        console=err, transient=True, disable=not err.is_terminal)
+    task = progress.add_task("working", total=None)
+    return progress, lambda msg: progress.update(task, description=msg)
+
+
+def _print_ingest(counts) -> None:
+    err.print(f"read {counts.read} lines, landed {counts.landed}, rejected {counts.rejected}"
+              + (f"; {counts.attempts} attempts" if counts.attempts else ""))
+
+
+def _print_summary(summary, results: pl.DataFrame, json_out: bool) -> None:
+    if json_out:
+        sys.stdout.write(render.to_jsonl(render.verdict_records(results)))
+        return
+    out.print(render.verdict_table(results, title=f"verdicts ({summary.run_id})"))
+    out.print(render.summary_table(summary.by_domain_quality(), "attempts by domain and quality"))
+
+
+def _day_window(day: date | None, since: date | None, until: date | None) -> tuple[date, date]:
+    if day and (since or until):
+        raise ValueError("give either --day or --since/--until, not both")
+    if day:
+        return day, day
+    if since and until:
+        if until < since:
+            raise ValueError(f"--until {until} is before --since {since}")
+        return since, until
+    raise ValueError("give --day D or both --since D and --until D (UTC days, YYYY-MM-DD)")
+
+
+def _parse_day(value: str | None, name: str) -> date | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{name} '{value}' is not a day — write YYYY-MM-DD") from None
+
+
+@app.command()
+@handle_errors
+def demo(
+    lake: Annotated[Path | None, typer.Option("--lake", help="Keep the lake here instead of a temporary one.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Land the bundled sample fleet, attribute every attempt, print the verdicts."""
+    from engine.oneshot import SAMPLES, run_demo
+    from ingest.lake import Lake
+
+    with tempfile.TemporaryDirectory(prefix="causelake-demo-") as tmp:
+        target = Lake(lake or tmp)
+        progress, say = _progress()
+        with progress:
+            counts, summary = run_demo(target, SAMPLES, progress=say)
+        _print_ingest(counts)
+        _print_summary(summary, summary.verdicts, json_out)
+        if lake:
+            err.print(f"lake kept at {lake}")
+
+
+@ingest_app.command("static")
+@handle_errors
+def ingest_static(
+    file: Annotated[Path, typer.Argument(help="Attempts as YAML, JSON or CSV.")],
+    lake: LakeOpt,
+) -> None:
+    """Land attempts from a static execution-context file."""
+    from ingest.lake import Lake
+    from ingest.static import land_static_context
+
+    report = land_static_context(Lake(lake), file)
+    err.print(f"landed {report['attempts']} attempts from {file}")
+
+
+@ingest_app.command("files")
+@handle_errors
+def ingest_files(
+    paths: Annotated[list[Path], typer.Argument(help="Log files or folders (recursed).")],
+    lake: LakeOpt,
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster the logs belong to.")],
+    source: SourceOpt = None,
+    node: Annotated[str | None, typer.Option("--node", help="Node for files that name no host.")] = None,
+    attempt: Annotated[str | None, typer.Option("--attempt", help="Tie every line to this attempt id.")] = None,
+    year: Annotated[int | None, typer.Option("--year", help="Year of RFC 3164 stamps (default: file mtime).")] = None,
+    boot_time: Annotated[
+        datetime | None, typer.Option("--boot-time", help="Boot time for dmesg monotonic stamps (UTC).")
+    ] = None,
+) -> None:
+    """Land local log files (syslog, journald JSON, dmesg, app logs, kubectl logs)."""
+    from engine.oneshot import IngestCounts
+    from ingest.files import land_log_files
+    from ingest.lake import Lake
+
+    counts = IngestCounts()
+    counts.add_files(land_log_files(Lake(lake), paths, cluster=cluster, source=source, node=node,
+                                    attempt_id=attempt, year=year, boot_time=boot_time))
+    _print_ingest(counts)
+
+
+@app.command()
+@handle_errors
+def run(
+    lake: LakeOpt,
+    day: Annotated[str | None, typer.Option("--day", help="Attribute attempts that ended on this UTC day.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="First UTC day of the window.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Last UTC day of the window.")] = None,
+    cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Only these clusters.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Attribute attempts, replace their verdicts in results/, write a run manifest."""
+    from engine.run import run_attribution
+    from ingest.lake import Lake
+
+    first, last = _day_window(_parse_day(day, "--day"), _parse_day(since, "--since"), _parse_day(until, "--until"))
+    progress, say = _progress()
+    with progress:
+        summary = run_attribution(Lake(lake), first, last, clusters=cluster or None, progress=say)
+    _print_summary(summary, summary.verdicts, json_out)
+
+
+@app.command()
+@handle_errors
+def explain(
+    attempt_id: Annotated[str, typer.Argument(help="The attempt to explain.")],
+    lake: LakeOpt,
+    json_out: JsonOpt = False,
+) -> None:
+    """Show one attempt's verdict and its evidence as a timeline."""
+    from ingest.lake import Lake
+
+    results = Lake(lake).scan("results").filter(pl.col("attempt_id") == attempt_id).collect()
+    if results.is_empty():
+        raise ValueError(f"no verdict for '{attempt_id}' in {lake} — run 'causelake run' over its day first")
+    records = render.verdict_records(results)
+    if json_out:
+        sys.stdout.write(render.to_jsonl(records))
+        return
+    for record in records:
+        render.print_explanation(out, record)
+
+
+@app.command()
+@handle_errors
+def diagnose(
+    paths: Annotated[list[Path], typer.Argument(help="Log files or folders of one failed job.")],
+    context: Annotated[Path | None, typer.Option("--context", help="Static context file of the attempts.")] = None,
+    source: SourceOpt = None,
+    year: Annotated[int | None, typer.Option("--year", help="Year of RFC 3164 stamps.")] = None,
+    boot_time: Annotated[datetime | None, typer.Option("--boot-time", help="Boot time for dmesg stamps.")] = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """One-shot: land the files into a temporary lake and print the verdict."""
+    from engine.oneshot import diagnose as run_diagnose
+    from ingest.lake import Lake
+
+    with tempfile.TemporaryDirectory(prefix="causelake-diagnose-") as tmp:
+        counts, summary = run_diagnose(Lake(tmp), paths, context=context, source=source,
+                                       year=year, boot_time=boot_time)
+        if not json_out:
+            _print_ingest(counts)
+        records = render.verdict_records(summary.verdicts)
+        if json_out:
+            sys.stdout.write(render.to_jsonl(records))
+            return
+        for record in records:
+            render.print_explanation(out, record)
+
+
+@app.command()
+@handle_errors
+def extract(
+    paths: Annotated[list[Path], typer.Argument(help="Log files or folders.")],
+    source: SourceOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The events each line yields under the rule pack (quick way to test a log)."""
+    from engine.extract import extract_events
+    from engine.rules.loader import load_rule_pack
+    from ingest.files import read_observations
+
+    observations = read_observations(paths, source=source)
+    events = extract_events(observations, load_rule_pack()).sort("origin", "rule_id")
+    columns = ["ts", "node", "rank", "source", "rule_id", "event", "domain", "cause", "role",
+               "gpu", "port", "params", "message", "origin"]
+    if json_out:
+        sys.stdout.write(render.to_jsonl(events.select(columns).to_dicts()))
+        return
+    table = render.summary_table(
+        events.select("origin", "rule_id", "domain", "cause", "role", pl.col("message").str.slice(0, 100)),
+        f"{events.height} events",
+    )
+    out.print(table)
+
+
+@rules_app.command("lint")
+@handle_errors
+def rules_lint(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Rule files or folders (default: bundled pack).")] = None,
+) -> None:
+    """Validate every rule file; report every error at once (exit 1 if any)."""
+    from engine.rules.loader import lint_rule_pack
+
+    issues = lint_rule_pack(paths or None)
+    for issue in issues:
+        err.print(str(issue), highlight=False, soft_wrap=True)
+    if issues:
+        err.print(f"{len(issues)} error(s)")
+        raise typer.Exit(1)
+    err.print("rule pack is clean")
+
+
+@rules_app.command("test")
+@handle_errors
+def rules_test(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Rule files or folders (default: bundled pack).")] = None,
+) -> None:
+    """Run every rule's inline tests (lines that must hit, near-misses that must not)."""
+    from engine.rules.loader import load_rule_pack
+    from engine.rules.testing import run_inline_tests
+
+    results = run_inline_tests(load_rule_pack(paths or None))
+    failed = [r for r in results if not r.ok]
+    for r in failed:
+        err.print(f"FAIL {r.rule_id}: {r.case}: {r.message}", highlight=False, soft_wrap=True)
+    err.print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    if failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+@handle_errors
+def query(
+    name: Annotated[str | None, typer.Argument(help="Query name (a file in queries/).")] = None,
+    lake: Annotated[Path | None, typer.Option("--lake", help="Lake directory.", file_okay=False)] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", help="Query parameter k=v.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv, json or parquet.")] = "table",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here (parquet needs it).")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="List the bundled queries.")] = False,
+) -> None:
+    """Run a trend query over the lake (DuckDB SQL from queries/)."""
+    from engine import queries
+
+    if list_ or name is None:
+        out.print(render.summary_table(queries.catalog(), "queries"))
+        return
+    if lake is None:
+        raise ValueError("give --lake DIR")
+    frame = queries.run_query(lake, name, queries.parse_params(param or []))
+    queries.write(frame, fmt, output, out)

@@ -1,0 +1,57 @@
+"""Engine settings: correlation windows, clock-skew tolerance, evidence size, coverage.
+
+Defaults are chosen for synchronous training jobs on Slurm/Kubernetes clusters:
+
+``lookback`` (30 min)
+    Node events this long before an attempt started still attach to it: a GPU that threw
+    XID 79 twenty minutes before the job landed on it is the likely reason it failed at once.
+``grace`` (10 min)
+    Node events this long after an attempt ended still attach: kernels log a dying GPU or a
+    panicking node after the scheduler has already marked the job dead.
+``clock_skew`` (5 s)
+    Stamps from different nodes can disagree by this much (NTP-synced clusters stay within
+    a few ms; 5 s also covers nodes whose syslog relays add delay). Two root candidates on
+    different nodes closer than this cannot be ordered, so the verdict is ``ambiguous``.
+``tie_window`` (1 s)
+    The same for two root candidates on one node (one clock; lines of one incident land in
+    the same second).
+``root_before_end`` (= ``clock_skew``)
+    A root candidate must start before the attempt ended (plus skew): what happens after the
+    end cannot have caused it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from engine.rules.model import parse_duration
+
+NODE_LOG_SOURCES = ("syslog", "journald", "kmsg", "loki")
+"""Sources that carry a node's kernel and daemon logs."""
+
+APP_LOG_SOURCES = ("app", "kubectl", "k8s")
+"""Sources that carry a job's own output."""
+
+
+class EngineConfig(BaseModel):
+    """Tunable parameters of correlate and decide (durations as ``30s``, ``10m``…)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lookback: str = "30m"
+    grace: str = "10m"
+    clock_skew: str = "5s"
+    tie_window: str = "1s"
+    evidence_limit: int = Field(50, ge=5)
+    node_log_sources: tuple[str, ...] = NODE_LOG_SOURCES
+    app_log_sources: tuple[str, ...] = APP_LOG_SOURCES
+
+    @field_validator("lookback", "grace", "clock_skew", "tie_window")
+    @classmethod
+    def _duration(cls, v: str) -> str:
+        parse_duration(v)
+        return v
+
+    def seconds(self, name: str) -> float:
+        """A duration setting in seconds."""
+        return parse_duration(getattr(self, name))

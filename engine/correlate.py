@@ -1,0 +1,202 @@
+"""Correlate: attach events to the attempts they can explain, and link cascades to roots.
+
+Node-scoped events (kernel, fabric, metrics: no ``attempt_id``) attach to every attempt that
+ran on that node within ``[start - lookback, end + grace]`` — an interval join done as an
+equi-join on ``(cluster, node)`` followed by a range filter. Application events already carry
+their attempt. Then the pack's ``suppress`` and ``precedence`` rules re-label events whose
+meaning depends on what happened around them, as joins within a scope and a time window.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+from engine.config import EngineConfig
+from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
+
+ATTEMPT_COLUMNS = ["attempt_id", "cluster", "job_id", "user", "state", "start_ts", "end_ts"]
+"""Attempt columns carried on every correlated event (what python rules may rely on)."""
+
+SCOPE_KEYS = {
+    "attempt": ["attempt_id"],
+    "node": ["attempt_id", "node"],
+    "gpu": ["attempt_id", "node", "gpu"],
+    "port": ["attempt_id", "node", "port"],
+}
+
+
+def attach_events(
+    attempts: pl.DataFrame, events: pl.DataFrame, config: EngineConfig
+) -> pl.DataFrame:
+    """Events joined to attempts: one row per (attempt, event) with the attempt columns.
+
+    ``attempts`` has the attempts table's columns plus ``cluster``; ``events`` the events
+    table's plus ``cluster``. The result keeps the event columns, sets ``attempt_id`` and adds
+    ``job_id``, ``user``, ``state``, ``start_ts``, ``end_ts`` and ``caused_by`` (null here).
+    """
+    lookback = timedelta(seconds=config.seconds("lookback"))
+    grace = timedelta(seconds=config.seconds("grace"))
+    windows = (
+        attempts.select(ATTEMPT_COLUMNS + ["nodes"])
+        .explode("nodes")
+        .rename({"nodes": "node"})
+        .drop_nulls("node")
+    )
+    node_events = events.filter(pl.col("attempt_id").is_null()).drop("attempt_id")
+    on_nodes = node_events.join(windows, on=["cluster", "node"], how="inner").filter(
+        (pl.col("ts") >= pl.col("start_ts") - lookback) & (pl.col("ts") <= pl.col("end_ts") + grace)
+    )
+    app_events = events.filter(pl.col("attempt_id").is_not_null()).join(
+        attempts.select(ATTEMPT_COLUMNS), on=["cluster", "attempt_id"], how="inner"
+    )
+    columns = events.columns + [c for c in ATTEMPT_COLUMNS if c not in events.columns]
+    return (
+        pl.concat([on_nodes.select(columns), app_events.select(columns)])
+        .with_columns(pl.lit(None, dtype=pl.String).alias("caused_by"))
+        .sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
+    )
+
+
+def selector_expr(selector: Selector) -> pl.Expr:
+    """A boolean expression true for events the selector matches (all given lists)."""
+    checks = [
+        pl.col(column).is_in(values)
+        for column, values in (
+            ("event", selector.events),
+            ("domain", selector.domains),
+            ("role", selector.roles),
+            ("cause", selector.causes),
+            ("rule_id", selector.rules),
+        )
+        if values
+    ]
+    return pl.all_horizontal(checks)
+
+
+def _pairs(
+    events: pl.DataFrame, first: Selector, second: Selector, scope: str, extra_filter: pl.Expr
+) -> pl.DataFrame:
+    """Pairs (first event, second event) in the same scope satisfying ``extra_filter``.
+
+    Columns of the first side are suffixed ``_a``; the filter may use ``ts_a``/``ts``.
+    """
+    keys = SCOPE_KEYS[scope]
+    left = events.filter(selector_expr(first)).select(
+        keys + [pl.col("event_id").alias("event_id_a"), pl.col("ts").alias("ts_a")]
+    )
+    right = events.filter(selector_expr(second)).select(keys + ["event_id", "ts"])
+    return (
+        right.join(left, on=keys, how="inner", nulls_equal=False)
+        .filter(pl.col("event_id") != pl.col("event_id_a"))
+        .filter(extra_filter)
+    )
+
+
+def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule]) -> pl.DataFrame:
+    """Re-label cascades: an event matching a rule's ``cascade`` selector that follows a
+    root candidate matching its ``root`` selector within the window (same scope) becomes a
+    ``cascade`` and records the earliest such root in ``caused_by``.
+
+    Rules see the roles as extracted (one rule's demotions do not feed another's roots),
+    which keeps the outcome independent of rule order.
+    """
+    if events.is_empty() or not rules:
+        return events
+    links = []
+    for rule in rules:
+        window = timedelta(seconds=parse_duration(rule.window))
+        before = timedelta(seconds=parse_duration(rule.before))
+        roots = rule.root.model_copy(update={"roles": ["root_candidate"]}) if not rule.root.roles else rule.root
+        pairs = _pairs(
+            events, roots, rule.cascade, rule.scope,
+            (pl.col("ts") >= pl.col("ts_a") - before) & (pl.col("ts") <= pl.col("ts_a") + window),
+        )
+        links.append(pairs.select("attempt_id", "event_id", "event_id_a", "ts_a"))
+    link = (
+        pl.concat(links)
+        .sort(["attempt_id", "event_id", "ts_a", "event_id_a"])
+        .group_by(["attempt_id", "event_id"], maintain_order=True)
+        .first()
+        .select("attempt_id", "event_id", pl.col("event_id_a").alias("_root"))
+    )
+    return (
+        events.join(link, on=["attempt_id", "event_id"], how="left")
+        .with_columns(
+            pl.when(pl.col("_root").is_not_null()).then(pl.lit("cascade")).otherwise(pl.col("role")).alias("role"),
+            pl.coalesce("_root", "caused_by").alias("caused_by"),
+        )
+        .drop("_root")
+    )
+
+
+def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule]) -> pl.DataFrame:
+    """Where a ``prefer`` event and an ``over`` root candidate meet in one scope within the
+    window (either order), the ``over`` event becomes a ``confirmation`` of the preferred."""
+    if events.is_empty() or not rules:
+        return events
+    links = []
+    for rule in rules:
+        window = timedelta(seconds=parse_duration(rule.window))
+        over = rule.over.model_copy(update={"roles": ["root_candidate"]}) if not rule.over.roles else rule.over
+        pairs = _pairs(
+            events, rule.prefer, over, rule.scope,
+            (pl.col("ts") - pl.col("ts_a")).abs() <= window,
+        )
+        links.append(pairs.select("attempt_id", "event_id", "event_id_a", "ts_a"))
+    link = (
+        pl.concat(links)
+        .sort(["attempt_id", "event_id", "ts_a", "event_id_a"])
+        .group_by(["attempt_id", "event_id"], maintain_order=True)
+        .first()
+        .select("attempt_id", "event_id", pl.col("event_id_a").alias("_pref"))
+    )
+    return (
+        events.join(link, on=["attempt_id", "event_id"], how="left")
+        .with_columns(
+            pl.when(pl.col("_pref").is_not_null() & (pl.col("role") == "root_candidate"))
+            .then(pl.lit("confirmation")).otherwise(pl.col("role")).alias("role"),
+            pl.coalesce("caused_by", "_pref").alias("caused_by"),
+        )
+        .drop("_pref")
+    )
+
+
+LINK_DOWN_CAUSE = "network.link_down"
+LINK_UP_CAUSE = "network.link_up"
+
+
+def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
+    """A port that went down and came back up before the attempt started failing is not
+    its root cause: such link-down root candidates become ``context``.
+
+    "Started failing" is the first cascade of the attempt, or its end when it has none. The
+    link-up must be on the same node and port (an event of cause ``network.link_up``).
+    """
+    if events.is_empty():
+        return events
+    failing = events.group_by("attempt_id").agg(
+        pl.min_horizontal(
+            pl.col("ts").filter(pl.col("role") == "cascade").min(), pl.col("end_ts").first()
+        ).alias("_failing")
+    )
+    downs = events.filter((pl.col("cause") == LINK_DOWN_CAUSE) & (pl.col("role") == "root_candidate"))
+    ups = events.filter(pl.col("cause") == LINK_UP_CAUSE).select(
+        "attempt_id", "node", "port", pl.col("ts").alias("_up")
+    )
+    recovered = (
+        downs.select("attempt_id", "node", "port", "event_id", "ts")
+        .join(ups, on=["attempt_id", "node", "port"], how="inner", nulls_equal=True)
+        .join(failing, on="attempt_id")
+        .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") < pl.col("_failing")))
+        .select("attempt_id", "event_id", pl.lit(True).alias("_recovered"))
+        .unique()
+    )
+    return (
+        events.join(recovered, on=["attempt_id", "event_id"], how="left")
+        .with_columns(
+            pl.when(pl.col("_recovered").fill_null(False)).then(pl.lit("context")).otherwise(pl.col("role")).alias("role")
+        )
+        .drop("_recovered")
+    )

@@ -1,0 +1,243 @@
+"""Decide: one verdict per attempt, vectorized over all attempts at once.
+
+For an attempt that did not succeed the root cause is the earliest root candidate that
+started before the attempt ended (plus clock skew). Cascades never replace it: they are not
+candidates at all. Candidates closer to the root than the clock allows us to order (``clock
+skew`` across nodes, ``tie_window`` on one node):
+
+* in the same domain — the same incident seen on several nodes/GPUs: all are culprits;
+* in another domain — competing explanations: ``quality = ambiguous``, listed in
+  ``alternatives``.
+
+When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
+TIMEOUT → ``scheduler.time_limit``…) is the fallback root; with neither, the verdict is
+``unknown`` / ``insufficient``. A successful attempt gets ``domain = none``.
+
+Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked
+to it, or a scheduler state with the same cause) and complete coverage; a root without
+corroboration, a fallback root, or a root with a log source missing is ``probable``; a
+fallback root with a log source missing is ``insufficient``.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+import pyarrow as pa
+
+from engine.config import EngineConfig
+from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
+
+FAILED_STATES = (
+    "failed", "cancelled", "timeout", "node_fail", "preempted", "out_of_memory", "boot_fail",
+    "deadline",
+)
+
+DEFAULT_ACTION = {
+    "gpu": "drain_node_and_restart", "gpu_memory": "reset_gpu_and_restart",
+    "nvlink": "check_nvlink", "network": "check_fabric_port", "host": "check_host",
+    "storage": "check_storage", "scheduler": "resubmit", "workload": "fix_workload",
+    "unknown": "investigate", "none": "none",
+}
+"""Action when the root's rule names none."""
+
+ROLE_ORDER = {"root_candidate": 0, "confirmation": 1, "cascade": 2, "context": 3}
+"""Which evidence to keep first when an attempt has more events than the limit."""
+
+EVIDENCE_DTYPE = pl.from_arrow(pa.array([], EVIDENCE)).dtype
+ALTERNATIVE_DTYPE = pl.from_arrow(pa.array([], ALTERNATIVE)).dtype
+_EVIDENCE_FIELDS = [f.name for f in EVIDENCE]
+_ALTERNATIVE_FIELDS = [f.name for f in ALTERNATIVE]
+
+
+def _sorted_unique(column: str) -> pl.Expr:
+    return pl.col(column).drop_nulls().unique().sort()
+
+
+def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
+    """Per attempt: the root event, its culprits, and competing alternatives.
+
+    ``events`` are correlated events (one row per attempt × event). Returns one row per
+    attempt that has a root candidate: ``root_event_id``, ``root_ts``, ``domain``, ``cause``,
+    ``root_action``, ``culprit_*`` lists, ``root_ids`` (the culprit events) and
+    ``alternatives`` (list of structs).
+    """
+    skew = timedelta(seconds=config.seconds("clock_skew"))
+    tie = timedelta(seconds=config.seconds("tie_window"))
+    candidates = (
+        events.filter((pl.col("role") == "root_candidate") & (pl.col("ts") <= pl.col("end_ts") + skew))
+        .sort(["attempt_id", "ts", "node", "rule_id", "event_id"], nulls_last=True)
+    )
+    first = candidates.group_by("attempt_id", maintain_order=True).first().select(
+        "attempt_id",
+        pl.col("event_id").alias("root_event_id"),
+        pl.col("ts").alias("root_ts"),
+        pl.col("node").alias("root_node"),
+        pl.col("domain").alias("root_domain"),
+        pl.col("cause").alias("root_cause"),
+        pl.col("action").alias("root_action"),
+    )
+    near = candidates.join(first, on="attempt_id").with_columns(
+        same_node=pl.col("node").is_not_null() & (pl.col("node") == pl.col("root_node")).fill_null(False)
+    ).filter(
+        pl.col("ts") - pl.col("root_ts") <= pl.when(pl.col("same_node")).then(pl.lit(tie)).otherwise(pl.lit(skew))
+    )
+    culprits = (
+        near.filter(pl.col("domain") == pl.col("root_domain"))
+        .group_by("attempt_id")
+        .agg(
+            _sorted_unique("node").alias("culprit_nodes"),
+            _sorted_unique("gpu").alias("culprit_gpus"),
+            _sorted_unique("port").alias("culprit_ports"),
+            _sorted_unique("rank").alias("culprit_ranks"),
+            pl.col("event_id").alias("root_ids"),
+        )
+    )
+    alternatives = (
+        near.filter(pl.col("domain") != pl.col("root_domain"))
+        .sort(["attempt_id", "ts", "node", "rule_id"], nulls_last=True)
+        .group_by("attempt_id", maintain_order=True)
+        .agg(pl.struct(_ALTERNATIVE_FIELDS).alias("alternatives"))
+    )
+    return (
+        first.join(culprits, on="attempt_id", how="left")
+        .join(alternatives, on="attempt_id", how="left")
+        .rename({"root_domain": "domain", "root_cause": "cause"})
+        .drop("root_node")
+    )
+
+
+def state_fallback(attempts: pl.DataFrame, state_rules: list) -> pl.DataFrame:
+    """Per attempt: the cause its scheduler state implies, from the pack's ``state`` rules.
+
+    Returns ``attempt_id``, ``state_domain``, ``state_cause``, ``state_action``,
+    ``state_rule_id``, ``state_event`` for attempts whose state some rule covers.
+    """
+    table = pl.DataFrame(
+        [
+            {"state": state, "state_domain": r.domain, "state_cause": r.cause,
+             "state_action": r.action, "state_rule_id": r.id, "state_event": r.event}
+            for r in state_rules for state in r.states
+        ],
+        schema={"state": pl.String, "state_domain": pl.String, "state_cause": pl.String,
+                "state_action": pl.String, "state_rule_id": pl.String, "state_event": pl.String},
+    ).unique("state", keep="first", maintain_order=True)
+    return attempts.select("attempt_id", "state").join(table, on="state", how="inner").drop("state")
+
+
+def _evidence(events: pl.DataFrame, roots: pl.DataFrame, limit: int) -> pl.DataFrame:
+    """Per attempt: the evidence list (non-benign events, roots first when trimming)."""
+    root_ids = roots.select("attempt_id", pl.col("root_ids")).explode("root_ids").rename(
+        {"root_ids": "event_id"}
+    ).with_columns(is_root=pl.lit(True))
+    kept = (
+        events.filter(pl.col("role") != "benign")
+        .join(root_ids, on=["attempt_id", "event_id"], how="left")
+        .with_columns(
+            pl.col("is_root").fill_null(False),
+            pl.col("role").replace_strict(ROLE_ORDER, default=9, return_dtype=pl.Int32).alias("_order"),
+        )
+        .sort(["attempt_id", "is_root", "_order", "ts", "node", "origin"], descending=[False, True, False, False, False, False], nulls_last=True)
+        .group_by("attempt_id", maintain_order=True)
+        .head(limit)
+        .sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
+    )
+    return kept.group_by("attempt_id", maintain_order=True).agg(
+        pl.struct(_EVIDENCE_FIELDS).alias("evidence"),
+    )
+
+
+def decide(
+    attempts: pl.DataFrame,
+    events: pl.DataFrame,
+    coverage: pl.DataFrame,
+    state_rules: list,
+    config: EngineConfig,
+) -> pl.DataFrame:
+    """The verdicts: one row per attempt with the results columns (minus run id/time).
+
+    ``attempts``: the scoped attempts (+ ``cluster``). ``events``: correlated, re-labelled
+    events. ``coverage``: ``attempt_id``, ``coverage`` (list of structs) and
+    ``coverage_complete`` (bool).
+    """
+    roots = select_root_cause(events, config)
+    fallback = state_fallback(attempts, state_rules)
+    linked = (
+        events.filter(pl.col("caused_by").is_not_null())
+        .select("attempt_id", pl.col("caused_by").alias("root_event_id"))
+        .unique()
+        .with_columns(linked=pl.lit(True))
+    )
+    symptoms = (
+        events.filter(pl.col("role").is_in(["cascade", "confirmation"]))
+        .group_by("attempt_id")
+        .agg(_sorted_unique("node").alias("affected_nodes"), pl.len().alias("n_symptoms"))
+    )
+    evidence = _evidence(events, roots, config.evidence_limit)
+
+    frame = (
+        attempts.join(roots, on="attempt_id", how="left")
+        .join(fallback, on="attempt_id", how="left")
+        .join(linked, on=["attempt_id", "root_event_id"], how="left")
+        .join(symptoms, on="attempt_id", how="left")
+        .join(evidence, on="attempt_id", how="left")
+        .join(coverage, on="attempt_id", how="left")
+        .with_columns(
+            failed=pl.col("state").is_in(FAILED_STATES),
+            has_root=pl.col("root_event_id").is_not_null(),
+            has_fallback=pl.col("state_cause").is_not_null(),
+            ambiguous=pl.col("alternatives").list.len().fill_null(0) > 0,
+            corroborated=pl.col("linked").fill_null(False) | (pl.col("state_cause") == pl.col("cause")).fill_null(False),
+            complete=pl.col("coverage_complete").fill_null(False),
+        )
+    )
+    log_root = pl.col("failed") & pl.col("has_root")
+    by_state = pl.col("failed") & ~pl.col("has_root") & pl.col("has_fallback")
+    domain = (
+        pl.when(~pl.col("failed")).then(pl.lit("none"))
+        .when(log_root).then(pl.col("domain"))
+        .when(by_state).then(pl.col("state_domain"))
+        .otherwise(pl.lit("unknown"))
+    )
+    cause = (
+        pl.when(~pl.col("failed")).then(pl.lit("none"))
+        .when(log_root).then(pl.col("cause"))
+        .when(by_state).then(pl.col("state_cause"))
+        .when(pl.col("n_symptoms").fill_null(0) > 0).then(pl.lit("unknown.symptoms_only"))
+        .otherwise(pl.lit("unknown.no_evidence"))
+    )
+    quality = (
+        pl.when(~pl.col("failed")).then(pl.lit("definitive"))
+        .when(log_root & pl.col("ambiguous")).then(pl.lit("ambiguous"))
+        .when(log_root & pl.col("corroborated") & pl.col("complete")).then(pl.lit("definitive"))
+        .when(log_root).then(pl.lit("probable"))
+        .when(by_state & pl.col("complete")).then(pl.lit("probable"))
+        .otherwise(pl.lit("insufficient"))
+    )
+    empty_str = pl.lit([], dtype=pl.List(pl.String))
+    only_failed = lambda expr, empty: pl.when(log_root).then(expr.fill_null(empty)).otherwise(empty)  # noqa: E731
+    first_fault = pl.when(log_root).then(pl.col("root_ts")).when(by_state).then(pl.col("end_ts"))
+    return (
+        frame.with_columns(domain.alias("_domain"), cause.alias("_cause"), quality.alias("quality"))
+        .with_columns(
+            pl.col("_domain").alias("domain"),
+            pl.col("_cause").alias("cause"),
+            pl.col("_domain").replace_strict(RESPONSIBILITY, return_dtype=pl.String).alias("responsibility"),
+            only_failed(pl.col("culprit_nodes"), empty_str).alias("culprit_nodes"),
+            only_failed(pl.col("culprit_gpus"), empty_str).alias("culprit_gpus"),
+            only_failed(pl.col("culprit_ports"), empty_str).alias("culprit_ports"),
+            only_failed(pl.col("culprit_ranks"), pl.lit([], dtype=pl.List(pl.Int32))).alias("culprit_ranks"),
+            pl.col("affected_nodes").fill_null(empty_str),
+            first_fault.alias("first_fault_ts"),
+            ((pl.col("end_ts") - first_fault).dt.total_microseconds() / 1e6).alias("fault_to_end_s"),
+            pl.col("evidence").fill_null(pl.lit([], dtype=pl.List(EVIDENCE_DTYPE))),
+            pl.when(log_root).then(pl.col("alternatives")).otherwise(None)
+            .fill_null(pl.lit([], dtype=pl.List(ALTERNATIVE_DTYPE))).alias("alternatives"),
+            pl.when(log_root & (pl.col("root_action") != "none")).then(pl.col("root_action"))
+            .when(by_state & (pl.col("state_action") != "none")).then(pl.col("state_action"))
+            .otherwise(pl.col("_domain").replace_strict(DEFAULT_ACTION, return_dtype=pl.String))
+            .alias("recommended_action"),
+        )
+        .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
+    )

@@ -1,0 +1,305 @@
+"""The run orchestrator: scope → collect → extract → correlate → decide → write.
+
+One call of :func:`run_attribution` attributes every attempt that ended in a window of UTC
+days, replaces those days' verdicts in ``results/`` (a rerun never appends), rewrites the
+derived ``events/`` partitions it extracted, and writes a run manifest. Observations are
+streamed one day partition at a time, so memory follows the largest day, not the lake.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+
+import polars as pl
+
+from engine.config import EngineConfig
+from engine.correlate import apply_precedence, apply_suppress, attach_events, demote_recovered_links
+from engine.decide import decide
+from engine.extract import dedupe_events, extract_events
+from engine.metrics import metric_events
+from engine.rules.loader import RulePack, load_rule_pack
+from engine.rules.python_rules import RuleContext
+from ingest.lake import Lake, days_between
+from ingest.schema import EVENTS, RESULTS
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class RunSummary:
+    """What a run did: its id, window, counts and per-stage timings (seconds)."""
+
+    run_id: str
+    since: date
+    until: date
+    attempts: int
+    observations: int
+    events: int
+    verdicts: pl.DataFrame
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def by_domain_quality(self) -> pl.DataFrame:
+        """Verdict counts by domain and quality (the CLI's summary table)."""
+        return (
+            self.verdicts.group_by("domain", "quality").len("attempts")
+            .sort(["attempts", "domain", "quality"], descending=[True, False, False])
+        )
+
+
+def scope_attempts(
+    lake: Lake, since: date, until: date, clusters: list[str] | None = None
+) -> pl.DataFrame:
+    """Attempts that ended on a day in ``[since, until]`` (attempts are partitioned by end
+    day, so this reads exactly those partitions)."""
+    return (
+        lake.scan("attempts", clusters=clusters, days=days_between(since, until))
+        .filter(pl.col("end_ts").is_not_null() & (pl.col("state") != "running"))
+        .drop("day")
+        .collect()
+        .sort(["cluster", "attempt_id"])
+    )
+
+
+def observation_days(since: date, until: date, config: EngineConfig) -> list[date]:
+    """The observation day partitions a window needs (lookback before, grace after)."""
+    first = (datetime.combine(since, datetime.min.time()) - timedelta(seconds=config.seconds("lookback"))).date()
+    last = (datetime.combine(until, datetime.max.time()) + timedelta(seconds=config.seconds("grace"))).date()
+    return days_between(first, last)
+
+
+def extract_day(lake: Lake, pack: RulePack, day: date, clusters: list[str] | None) -> tuple[pl.DataFrame, int]:
+    """Events of one observation day (log lines and metric samples), deduplicated."""
+    observations = lake.scan("observations", clusters=clusters, days=[day])
+    n_obs = observations.select(pl.len()).collect().item()
+    events = dedupe_events(extract_events(observations, pack), pack)
+    metrics = lake.scan("metrics", clusters=clusters, days=[day])
+    from_metrics = metric_events(metrics, pack)
+    columns = EVENTS.names + ["cluster"]
+    return pl.concat([events.select(columns), from_metrics.select(columns)]), n_obs
+
+
+def compute_coverage(
+    lake: Lake, attempts: pl.DataFrame, days: list[date], config: EngineConfig,
+    clusters: list[str] | None = None,
+) -> pl.DataFrame:
+    """Per attempt: rows each source contributed to its nodes and window, and which
+    expected sources are missing (node logs for each node; the attempt's own output).
+
+    Counts are pre-aggregated per (cluster, node, source, hour) in one pass, so the cost
+    does not grow with the number of attempts a node ran.
+    """
+    lookback = timedelta(seconds=config.seconds("lookback"))
+    grace = timedelta(seconds=config.seconds("grace"))
+    obs = lake.scan("observations", clusters=clusters, days=days)
+    per_hour = (
+        obs.filter(pl.col("attempt_id").is_null())
+        .group_by("cluster", "node", "source", pl.col("ts").dt.truncate("1h").alias("hour"))
+        .len("rows").collect()
+    )
+    per_attempt = obs.filter(pl.col("attempt_id").is_not_null()).group_by(
+        "cluster", "attempt_id", "source", "node"
+    ).len("rows").collect()
+    windows = attempts.select(
+        "cluster", "attempt_id", pl.col("nodes").alias("node"),
+        (pl.col("start_ts") - lookback).dt.truncate("1h").alias("lo"),
+        (pl.col("end_ts") + grace).alias("hi"),
+    ).explode("node").drop_nulls("node")
+    node_rows = (
+        windows.join(per_hour, on=["cluster", "node"], how="inner")
+        .filter((pl.col("hour") >= pl.col("lo")) & (pl.col("hour") <= pl.col("hi")))
+    )
+    by_source = pl.concat([
+        node_rows.group_by("attempt_id", "source").agg(pl.col("rows").sum()),
+        per_attempt.select("attempt_id", "source", "rows"),
+    ]).group_by("attempt_id", "source").agg(pl.col("rows").sum())
+    # Node logs tied to the attempt itself (one-shot diagnosis tags every line) count too.
+    node_log_nodes = pl.concat([
+        node_rows.filter(pl.col("source").is_in(config.node_log_sources)).select("attempt_id", "node"),
+        per_attempt.filter(pl.col("source").is_in(config.node_log_sources)).select("attempt_id", "node"),
+    ]).unique()
+    missing_nodes = (
+        windows.select("attempt_id", "node")
+        .join(node_log_nodes, on=["attempt_id", "node"], how="anti")
+        .sort("attempt_id", "node")
+        .group_by("attempt_id", maintain_order=True)
+        .agg(pl.col("node"))
+        .select(
+            "attempt_id",
+            pl.lit("node_logs").alias("source"),
+            pl.lit(0, dtype=pl.Int64).alias("rows"),
+            (pl.lit(f"no {'/'.join(config.node_log_sources)} rows for ") + pl.col("node").list.join(", ")).alias("error"),
+        )
+    )
+    has_app = by_source.filter(pl.col("source").is_in(config.app_log_sources)).select("attempt_id").unique()
+    missing_app = attempts.select("attempt_id").join(has_app, on="attempt_id", how="anti").select(
+        "attempt_id",
+        pl.lit("app_logs").alias("source"),
+        pl.lit(0, dtype=pl.Int64).alias("rows"),
+        pl.lit(f"no {'/'.join(config.app_log_sources)} output for this attempt").alias("error"),
+    )
+    entries = pl.concat([
+        by_source.with_columns(pl.col("rows").cast(pl.Int64), pl.lit(None, dtype=pl.String).alias("error")),
+        missing_nodes, missing_app,
+    ]).sort("attempt_id", "source")
+    return (
+        attempts.select("attempt_id")
+        .join(
+            entries.group_by("attempt_id", maintain_order=True).agg(
+                pl.struct("source", "rows", "error").alias("coverage"),
+                pl.col("error").is_null().all().alias("coverage_complete"),
+            ),
+            on="attempt_id", how="left",
+        )
+    )
+
+
+def state_events(attempts: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
+    """The scheduler record of each ended attempt as a ``context`` event for the evidence
+    trail, labelled by the pack's ``state`` rule when one covers its state."""
+    table = pl.DataFrame(
+        [{"state": s, "rule_id": r.id, "event": r.event, "domain": r.domain, "cause": r.cause}
+         for r in pack.state for s in r.states],
+        schema={"state": pl.String, "rule_id": pl.String, "event": pl.String, "domain": pl.String, "cause": pl.String},
+    ).unique("state", keep="first", maintain_order=True)
+    rows = attempts.join(table, on="state", how="left")
+    message = pl.format(
+        "scheduler: {} (state {}, exit code {}, signal {})",
+        pl.col("job_id"), pl.col("raw_state").fill_null(pl.col("state")),
+        pl.col("exit_code").cast(pl.String).fill_null("-"), pl.col("signal").cast(pl.String).fill_null("-"),
+    )
+    return rows.select(
+        (pl.lit("scheduler@") + pl.col("attempt_id")).alias("event_id"),
+        pl.col("end_ts").alias("ts"),
+        pl.col("end_ts").alias("last_ts"),
+        pl.lit(1, dtype=pl.Int64).alias("count"),
+        pl.lit(None, dtype=pl.String).alias("node"),
+        "attempt_id",
+        pl.lit(None, dtype=pl.Int32).alias("rank"),
+        pl.lit(None, dtype=pl.String).alias("gpu"),
+        pl.lit(None, dtype=pl.String).alias("port"),
+        pl.lit("scheduler").alias("source"),
+        pl.col("rule_id").fill_null("scheduler.state"),
+        pl.col("event").fill_null(pl.lit("attempt_") + pl.col("state")),
+        pl.col("domain").fill_null("scheduler"),
+        pl.col("cause").fill_null(pl.lit("scheduler.") + pl.col("state")),
+        pl.lit("context").alias("role"),
+        pl.lit("none").alias("action"),
+        pl.lit("{}").alias("params"),
+        message.alias("message"),
+        pl.col("origin").fill_null(pl.col("attempt_id")),
+        pl.lit("line").alias("ts_source"),
+        "cluster",
+    )
+
+
+def attribute(
+    attempts: pl.DataFrame,
+    events: pl.DataFrame,
+    coverage: pl.DataFrame,
+    pack: RulePack,
+    config: EngineConfig,
+    history: pl.LazyFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Correlate and decide for already-extracted events: (verdicts, correlated events).
+
+    This is the pure core of a run: no lake access, so tests and ``explain``-style one-off
+    attribution call it directly.
+    """
+    correlated = attach_events(attempts, events, config)
+    correlated = pl.concat([
+        correlated,
+        attach_events(attempts, state_events(attempts, pack), config),
+    ]).sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
+    correlated = apply_suppress(correlated, pack.suppress)
+    correlated = apply_precedence(correlated, pack.precedence)
+    correlated = demote_recovered_links(correlated)
+    context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())
+    for rule in pack.python:
+        correlated = rule.apply(correlated, context)
+    verdicts = decide(attempts, correlated, coverage, pack.state, config)
+    return verdicts, correlated
+
+
+def run_attribution(
+    lake: Lake,
+    since: date,
+    until: date,
+    *,
+    pack: RulePack | None = None,
+    config: EngineConfig | None = None,
+    clusters: list[str] | None = None,
+    progress: Progress | None = None,
+) -> RunSummary:
+    """Attribute every attempt that ended in ``[since, until]`` and write the results.
+
+    Replaces the ``results`` partitions of those days and the ``events`` partitions of the
+    observation days read, then writes ``runs/<run_id>.json``. Deterministic: the same lake
+    and pack give identical results except ``run_id``/``run_ts``.
+    """
+    pack = pack or load_rule_pack()
+    config = config or EngineConfig()
+    say = progress or (lambda _msg: None)
+    run_ts = datetime.now(UTC).replace(microsecond=0)
+    run_id = f"run-{run_ts:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+    timings: dict[str, float] = {}
+
+    tick = time.perf_counter()
+    attempts = scope_attempts(lake, since, until, clusters)
+    timings["scope"] = time.perf_counter() - tick
+    say(f"{attempts.height} attempts ended between {since} and {until}")
+
+    tick = time.perf_counter()
+    days = observation_days(since, until, config)
+    per_day, n_obs = [], 0
+    for day in days:
+        events, n = extract_day(lake, pack, day, clusters)
+        n_obs += n
+        per_day.append((day, events))
+        say(f"extracted {events.height} events from {n} lines of {day}")
+    events = pl.concat([e for _, e in per_day])
+    timings["extract"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    coverage = compute_coverage(lake, attempts, days, config, clusters)
+    verdicts, _ = attribute(attempts, events, coverage, pack, config, history=lake.scan("events"))
+    timings["correlate_decide"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    for cluster in sorted(set(events["cluster"].unique().to_list()) | set(attempts["cluster"].unique().to_list())):
+        lake.replace_partitions(
+            "events", events.filter(pl.col("cluster") == cluster).drop("cluster"), cluster=cluster, days=days
+        )
+    results = verdicts.with_columns(
+        pl.lit(pack.version).alias("rule_pack_version"),
+        pl.lit(run_id).alias("run_id"),
+        pl.lit(run_ts).cast(pl.Datetime("us", "UTC")).alias("run_ts"),
+    ).select(RESULTS.names + ["cluster"])
+    for cluster in sorted(results["cluster"].unique().to_list()):
+        lake.replace_partitions(
+            "results", results.filter(pl.col("cluster") == cluster).drop("cluster"),
+            cluster=cluster, days=days_between(since, until),
+        )
+    timings["write"] = time.perf_counter() - tick
+
+    summary = RunSummary(run_id, since, until, attempts.height, n_obs, events.height, results, timings)
+    lake.write_manifest(run_id, {
+        "run_id": run_id,
+        "run_ts": run_ts.isoformat(),
+        "window": {"since": since.isoformat(), "until": until.isoformat()},
+        "clusters": clusters,
+        "rule_pack": {"version": pack.version, "files": [str(f) for f in pack.files]},
+        "config": config.model_dump(),
+        "counts": {
+            "attempts": attempts.height,
+            "observations_read": n_obs,
+            "events": events.height,
+            "verdicts": results.height,
+        },
+        "verdicts": summary.by_domain_quality().to_dicts(),
+        "timings_s": {k: round(v, 3) for k, v in timings.items()},
+    })
+    return summary

@@ -1,0 +1,195 @@
+"""Correlate and decide on hand-built events: root vs cascade, ambiguity, quality, state
+fallback, link recovery, determinism."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import polars as pl
+import pytest
+
+from engine.config import EngineConfig
+from engine.rules.model import PrecedenceRule, Selector, StateRule, SuppressRule
+from engine.run import attribute
+from tests.engine_frames import at, attempts, events
+
+STATE_RULES = (
+    StateRule(kind="state", id="state.timeout", title="t", states=["timeout"], event="time_limit",
+              domain="scheduler", cause="scheduler.time_limit", action="increase_time_limit"),
+    StateRule(kind="state", id="state.node_fail", title="t", states=["node_fail"], event="node_fail",
+              domain="host", cause="host.node_failure"),
+)
+SUPPRESS = (
+    SuppressRule(kind="suppress", id="s.infra", title="t", root=Selector(domains=["gpu", "network", "host"]),
+                 cascade=Selector(events=["nccl_timeout", "cuda_error"]), window="40m", before="30s"),
+)
+PRECEDENCE = (
+    PrecedenceRule(kind="precedence", id="p.xid_over_cuda", title="t", prefer=Selector(events=["xid"]),
+                   over=Selector(events=["cuda_error"]), scope="node", window="5m"),
+)
+
+
+def pack(**kw):
+    base = dict(suppress=SUPPRESS, precedence=PRECEDENCE, state=STATE_RULES, python=(), version="test")
+    return SimpleNamespace(**(base | kw))
+
+
+def full_coverage(att: pl.DataFrame) -> pl.DataFrame:
+    return att.select("attempt_id").with_columns(
+        pl.lit([{"source": "syslog", "rows": 10, "error": None}]).alias("coverage"),
+        pl.lit(True).alias("coverage_complete"),
+    )
+
+
+def verdict(att, ev, cov=None, p=None, config=None):
+    verdicts, correlated = attribute(att, ev, cov if cov is not None else full_coverage(att),
+                                     p or pack(), config or EngineConfig())
+    return {r["attempt_id"]: r for r in verdicts.to_dicts()}, correlated
+
+
+def test_root_on_one_node_and_cascades_on_others():
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2", "n3"]})
+    ev = events(
+        {"node": "n2", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10), "gpu": "0000:3b:00",
+         "action": "drain_node_and_restart"},
+        {"node": "n1", "event": "nccl_timeout", "domain": "network", "cause": "network.collective_timeout",
+         "role": "cascade", "ts": at(20), "attempt_id": "a", "rank": 3, "source": "app"},
+        {"node": "n3", "event": "nccl_timeout", "domain": "network", "cause": "network.collective_timeout",
+         "role": "cascade", "ts": at(20), "attempt_id": "a", "rank": 17, "source": "app"},
+    )
+    v, _ = verdict(att, ev)
+    a = v["a"]
+    assert (a["domain"], a["cause"], a["quality"]) == ("gpu", "gpu.fallen_off_bus", "definitive")
+    assert a["culprit_nodes"] == ["n2"] and a["culprit_gpus"] == ["0000:3b:00"]
+    assert a["affected_nodes"] == ["n1", "n3"]
+    assert a["recommended_action"] == "drain_node_and_restart"
+    assert a["fault_to_end_s"] == pytest.approx(50 * 60)
+    assert [e["role"] for e in a["evidence"]][:3] == ["root_candidate", "cascade", "cascade"]
+
+
+def test_node_event_outside_window_does_not_attach():
+    att = attempts({"attempt_id": "a", "start_ts": at(0), "end_ts": at(60)})
+    ev = events({"event": "xid", "ts": at(60 + 11)}, {"event": "xid", "ts": at(-31), "origin": "g:1"})
+    v, correlated = verdict(att, ev)
+    assert correlated.filter(pl.col("source") != "scheduler").is_empty()
+    assert (v["a"]["domain"], v["a"]["quality"]) == ("unknown", "insufficient")
+    assert v["a"]["cause"] == "unknown.no_evidence"
+
+
+def test_cascade_never_replaces_earlier_root_and_only_symptoms_is_insufficient():
+    att = attempts({"attempt_id": "a"}, {"attempt_id": "b", "nodes": ["n9"]})
+    ev = events(
+        {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
+         "attempt_id": "b", "node": "n9", "ts": at(5)},
+    )
+    v, _ = verdict(att, ev)
+    assert (v["b"]["domain"], v["b"]["cause"], v["b"]["quality"]) == ("unknown", "unknown.symptoms_only", "insufficient")
+    assert v["b"]["affected_nodes"] == ["n9"]
+
+
+def test_competing_roots_in_different_domains_are_ambiguous():
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]})
+    ev = events(
+        {"node": "n1", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10)},
+        {"node": "n2", "event": "link_down", "domain": "network", "cause": "network.link_down",
+         "ts": at(10) + (at(0.05) - at(0)), "port": "mlx5_0:1"},
+    )
+    v, _ = verdict(att, ev)
+    assert v["a"]["quality"] == "ambiguous"
+    assert [(x["domain"], x["node"]) for x in v["a"]["alternatives"]] == [("network", "n2")]
+
+
+def test_roots_far_apart_are_ordered_and_same_domain_on_two_nodes_blames_both():
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]}, {"attempt_id": "b", "nodes": ["n3", "n4"]})
+    ev = events(
+        {"node": "n1", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10)},
+        {"node": "n2", "event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(12)},
+        {"node": "n3", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10)},
+        {"node": "n4", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10.02)},
+    )
+    v, _ = verdict(att, ev)
+    assert v["a"]["domain"] == "gpu" and v["a"]["alternatives"] == [] and v["a"]["quality"] == "probable"
+    assert v["b"]["culprit_nodes"] == ["n3", "n4"] and v["b"]["quality"] == "probable"
+
+
+def test_suppress_turns_cuda_error_into_cascade_and_precedence_into_confirmation():
+    att = attempts({"attempt_id": "a", "nodes": ["n1"]})
+    ev = events(
+        {"node": "n1", "event": "xid", "domain": "gpu", "cause": "gpu.xid", "ts": at(10)},
+        {"node": "n1", "event": "cuda_error", "domain": "workload", "cause": "workload.cuda_error",
+         "ts": at(9.9), "attempt_id": "a", "source": "app"},
+    )
+    v, correlated = verdict(att, ev)
+    cuda = correlated.filter(pl.col("event") == "cuda_error").row(0, named=True)
+    assert cuda["role"] == "cascade" and cuda["caused_by"].startswith("r@")
+    assert v["a"]["domain"] == "gpu"
+    only_precedence = pack(suppress=())
+    v, correlated = verdict(att, ev, p=only_precedence)
+    assert correlated.filter(pl.col("event") == "cuda_error")["role"].to_list() == ["confirmation"]
+    assert v["a"]["domain"] == "gpu" and v["a"]["quality"] == "definitive"
+
+
+def test_state_fallback_and_corroboration():
+    att = attempts(
+        {"attempt_id": "t", "state": "timeout", "raw_state": "TIMEOUT"},
+        {"attempt_id": "t2", "state": "timeout", "raw_state": "TIMEOUT"},
+        {"attempt_id": "ok", "state": "completed", "raw_state": "COMPLETED"},
+        {"attempt_id": "nf", "state": "node_fail", "raw_state": "NODE_FAIL"},
+    )
+    ev = events({"event": "time_limit_line", "domain": "scheduler", "cause": "scheduler.time_limit",
+                 "attempt_id": "t2", "ts": at(60), "source": "app"})
+    cov = full_coverage(att).with_columns(
+        pl.when(pl.col("attempt_id") == "nf").then(False).otherwise(pl.col("coverage_complete")).alias("coverage_complete")
+    )
+    v, _ = verdict(att, ev, cov)
+    assert (v["t"]["cause"], v["t"]["quality"], v["t"]["recommended_action"]) == (
+        "scheduler.time_limit", "probable", "increase_time_limit")
+    assert (v["t2"]["cause"], v["t2"]["quality"]) == ("scheduler.time_limit", "definitive")
+    assert (v["ok"]["domain"], v["ok"]["responsibility"], v["ok"]["quality"]) == ("none", "none", "definitive")
+    assert (v["nf"]["cause"], v["nf"]["quality"]) == ("host.node_failure", "insufficient")
+    assert v["t"]["evidence"][0]["source"] == "scheduler"
+
+
+def test_link_that_came_back_before_the_failure_is_not_the_root():
+    att = attempts({"attempt_id": "a"}, {"attempt_id": "b", "nodes": ["n2"]})
+    ev = events(
+        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10), "port": "mlx5_0:1"},
+        {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
+         "port": "mlx5_0:1"},
+        {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
+         "attempt_id": "a", "ts": at(30)},
+        {"node": "n2", "event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10),
+         "port": "mlx5_0:1"},
+        {"node": "n2", "event": "nccl_timeout", "role": "cascade", "domain": "network",
+         "cause": "network.collective_timeout", "attempt_id": "b", "ts": at(11)},
+        {"node": "n2", "event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context",
+         "ts": at(12), "port": "mlx5_0:1"},
+    )
+    v, _ = verdict(att, ev)
+    assert v["a"]["domain"] == "unknown"
+    assert (v["b"]["cause"], v["b"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
+
+
+def test_missing_coverage_lowers_quality_and_is_reported():
+    att = attempts({"attempt_id": "a"})
+    ev = events({"event": "xid", "ts": at(10)},
+                {"event": "nccl_timeout", "role": "cascade", "domain": "network", "ts": at(20), "attempt_id": "a"})
+    cov = att.select("attempt_id").with_columns(
+        pl.lit([{"source": "node_logs", "rows": 0, "error": "no syslog rows for n1"}]).alias("coverage"),
+        pl.lit(False).alias("coverage_complete"),
+    )
+    v, _ = verdict(att, ev, cov)
+    assert v["a"]["quality"] == "probable"
+    assert v["a"]["coverage"][0]["error"] == "no syslog rows for n1"
+
+
+def test_deterministic_regardless_of_input_order():
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]}, {"attempt_id": "b", "nodes": ["n2"]})
+    ev = events(
+        {"node": "n1", "event": "xid", "ts": at(10)},
+        {"node": "n2", "event": "xid", "ts": at(11)},
+        {"node": "n2", "event": "nccl_timeout", "role": "cascade", "ts": at(20), "attempt_id": "a"},
+    )
+    first, _ = attribute(att, ev, full_coverage(att), pack(), EngineConfig())
+    second, _ = attribute(att.reverse(), ev.reverse(), full_coverage(att).reverse(), pack(), EngineConfig())
+    assert first.equals(second)
