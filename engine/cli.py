@@ -31,7 +31,8 @@ rules_app = typer.Typer(help="Check the rule pack.", no_args_is_help=True)
 app.add_typer(ingest_app, name="ingest")
 app.add_typer(rules_app, name="rules")
 
-out = Console()
+# Outside a terminal (pipes, CI logs) rich would wrap at 80 columns; verdict tables need more.
+out = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True)
 STATE = {"debug": False}
 
@@ -87,7 +88,7 @@ def _print_ingest(counts) -> None:
 
 def _print_summary(summary, results: pl.DataFrame, json_out: bool) -> None:
     if json_out:
-        sys.stdout.write(render.to_jsonl(render.verdict_records(results)))
+        sys.stdout.write(render.to_jsonl(render.verdict_records(results, json_mode=True)))
         return
     out.print(render.verdict_table(results, title=f"verdicts ({summary.run_id})"))
     out.print(render.summary_table(summary.by_domain_quality(), "attempts by domain and quality"))
@@ -140,13 +141,17 @@ def demo(
 def ingest_static(
     file: Annotated[Path, typer.Argument(help="Attempts as YAML, JSON or CSV.")],
     lake: LakeOpt,
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", help="Cluster for rows and files that name none.")
+    ] = None,
 ) -> None:
     """Land attempts from a static execution-context file."""
     from ingest.lake import Lake
     from ingest.static import land_static_context
 
-    report = land_static_context(Lake(lake), file)
-    err.print(f"landed {report['attempts']} attempts from {file}")
+    report = land_static_context(Lake(lake), file, cluster=cluster)
+    per_cluster = ", ".join(f"{c}: {n}" for c, n in sorted(report["clusters"].items()))
+    err.print(f"landed {report['attempts']} attempts from {file} ({per_cluster})")
 
 
 @ingest_app.command("files")
@@ -208,11 +213,10 @@ def explain(
     results = Lake(lake).scan("results").filter(pl.col("attempt_id") == attempt_id).collect()
     if results.is_empty():
         raise ValueError(f"no verdict for '{attempt_id}' in {lake} — run 'causelake run' over its day first")
-    records = render.verdict_records(results)
     if json_out:
-        sys.stdout.write(render.to_jsonl(records))
+        sys.stdout.write(render.to_jsonl(render.verdict_records(results, json_mode=True)))
         return
-    for record in records:
+    for record in render.verdict_records(results):
         render.print_explanation(out, record)
 
 
@@ -235,11 +239,10 @@ def diagnose(
                                        year=year, boot_time=boot_time)
         if not json_out:
             _print_ingest(counts)
-        records = render.verdict_records(summary.verdicts)
         if json_out:
-            sys.stdout.write(render.to_jsonl(records))
+            sys.stdout.write(render.to_jsonl(render.verdict_records(summary.verdicts, json_mode=True)))
             return
-        for record in records:
+        for record in render.verdict_records(summary.verdicts):
             render.print_explanation(out, record)
 
 
@@ -251,12 +254,10 @@ def extract(
     json_out: JsonOpt = False,
 ) -> None:
     """The events each line yields under the rule pack (quick way to test a log)."""
-    from engine.extract import extract_events
+    from engine.extract import extract_lines_from_files
     from engine.rules.loader import load_rule_pack
-    from ingest.files import read_observations
 
-    observations = read_observations(paths, source=source)
-    events = extract_events(observations, load_rule_pack()).sort("origin", "rule_id")
+    events = extract_lines_from_files(paths, load_rule_pack(), source=source)
     columns = ["ts", "node", "rank", "source", "rule_id", "event", "domain", "cause", "role",
                "gpu", "port", "params", "message", "origin"]
     if json_out:

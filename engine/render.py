@@ -27,10 +27,12 @@ def _json_default(value: object) -> str:
     raise TypeError(f"cannot serialize {type(value).__name__}")
 
 
-def verdict_records(results: pl.DataFrame) -> list[dict]:
-    """Results rows as validated verdict records (the JSON contract of ``explain``)."""
+def verdict_records(results: pl.DataFrame, *, json_mode: bool = False) -> list[dict]:
+    """Results rows as validated verdict records (the JSON contract of ``explain``);
+    ``json_mode`` turns times into ISO strings."""
     columns = [c for c in Verdict.model_fields if c in results.columns]
-    return [Verdict.model_validate(row).model_dump(mode="json") for row in results.select(columns).to_dicts()]
+    mode = "json" if json_mode else "python"
+    return [Verdict.model_validate(row).model_dump(mode=mode) for row in results.select(columns).to_dicts()]
 
 
 def to_jsonl(records: list[dict]) -> str:

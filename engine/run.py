@@ -19,10 +19,10 @@ import polars as pl
 from engine.config import EngineConfig
 from engine.correlate import apply_precedence, apply_suppress, attach_events, demote_recovered_links
 from engine.decide import decide
-from engine.extract import dedupe_events, extract_events
+from engine.extract import extract_events
 from engine.metrics import metric_events
 from engine.rules.loader import RulePack, load_rule_pack
-from engine.rules.python_rules import RuleContext
+from engine.rules.python_rules import RuleContext, run_python_rules
 from ingest.lake import Lake, days_between
 from ingest.schema import EVENTS, RESULTS
 
@@ -75,7 +75,7 @@ def extract_day(lake: Lake, pack: RulePack, day: date, clusters: list[str] | Non
     """Events of one observation day (log lines and metric samples), deduplicated."""
     observations = lake.scan("observations", clusters=clusters, days=[day])
     n_obs = observations.select(pl.len()).collect().item()
-    events = dedupe_events(extract_events(observations, pack), pack)
+    events = extract_events(observations, pack)
     metrics = lake.scan("metrics", clusters=clusters, days=[day])
     from_metrics = metric_events(metrics, pack)
     columns = EVENTS.names + ["cluster"]
@@ -166,10 +166,11 @@ def state_events(attempts: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
         schema={"state": pl.String, "rule_id": pl.String, "event": pl.String, "domain": pl.String, "cause": pl.String},
     ).unique("state", keep="first", maintain_order=True)
     rows = attempts.join(table, on="state", how="left")
-    message = pl.format(
-        "scheduler: {} (state {}, exit code {}, signal {})",
-        pl.col("job_id"), pl.col("raw_state").fill_null(pl.col("state")),
-        pl.col("exit_code").cast(pl.String).fill_null("-"), pl.col("signal").cast(pl.String).fill_null("-"),
+    message = pl.concat_str(
+        pl.lit("scheduler: job "), pl.col("job_id"),
+        pl.lit(" ended "), pl.col("raw_state").fill_null(pl.col("state")),
+        pl.lit(", exit code "), pl.col("exit_code").cast(pl.String).fill_null("-"),
+        pl.lit(", signal "), pl.col("signal").cast(pl.String).fill_null("-"),
     )
     return rows.select(
         (pl.lit("scheduler@") + pl.col("attempt_id")).alias("event_id"),
@@ -218,8 +219,7 @@ def attribute(
     correlated = apply_precedence(correlated, pack.precedence)
     correlated = demote_recovered_links(correlated)
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())
-    for rule in pack.python:
-        correlated = rule.apply(correlated, context)
+    correlated = run_python_rules(correlated, pack.python, context)
     verdicts = decide(attempts, correlated, coverage, pack.state, config)
     return verdicts, correlated
 

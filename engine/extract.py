@@ -1,0 +1,244 @@
+"""Extract: observations (normalized log lines) → typed events, vectorized.
+
+One pass over the lines: a literal prefilter built from every extract rule's ``prefilter``
+(``str.contains_any``, an Aho-Corasick scan) keeps the candidate lines; lines that match no
+literal cost nothing more. Then, for each rule, on the candidates only: the rule's own
+literals, its regex (Polars' Rust engine) and ``str.extract_groups``. A line may match several
+rules (a generic and a specific one) and yields an event for each; ``benign`` is a role like
+any other, so benign matches are emitted too and the decision stage ignores them.
+
+Reserved named groups fill location columns: ``gpu``, ``port`` (``mlx5_0/1`` is written
+``mlx5_0:1``), ``rank`` and ``node`` (the observation's own rank/node win when present, since
+the launcher prefix and the syslog host are more reliable than a number in the message).
+Every other group lands in ``params`` as a JSON object with sorted keys.
+
+Floods collapse in :func:`dedupe_events`: repeats of one event on the same
+node/attempt/rank/GPU/port whose gap to the previous repeat is within the rule's
+``dedupe_window`` become one event (first row's fields, ``count``, ``last_ts``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from engine.rules.loader import OUTCOME_FIELDS, RulePack, regex_for
+from engine.rules.model import ExtractRule, parse_duration
+from ingest.files import read_log_file
+from ingest.files.land import expand_paths
+from ingest.schema import EVENTS
+
+EVENT_SCHEMA = pl.Schema({**pl.from_arrow(EVENTS.empty_table()).schema, "cluster": pl.String})
+"""Columns and dtypes of extracted events: the events table plus ``cluster``."""
+
+RESERVED_GROUPS = ("gpu", "port", "rank", "node")
+"""Named groups that fill location columns instead of ``params``."""
+
+DEDUPE_KEYS = ["cluster", "node", "attempt_id", "rank", "gpu", "port", "rule_id", "event", "cause"]
+"""Events equal on these columns are repeats of one event for the flood dedupe."""
+
+ORDER = ["cluster", "ts", "node", "origin", "rule_id"]
+"""Output order of every events frame (deterministic)."""
+
+_DEFAULT_WINDOW_S = parse_duration(ExtractRule.model_fields["dedupe_window"].default)
+_INPUT_COLUMNS = {
+    "ts": EVENT_SCHEMA["ts"], "ts_source": pl.String, "node": pl.String,
+    "attempt_id": pl.String, "rank": pl.Int32, "message": pl.String, "origin": pl.String,
+    "cluster": pl.String, "source": pl.String,
+}
+
+
+def empty_events() -> pl.DataFrame:
+    """An empty events frame with :data:`EVENT_SCHEMA`."""
+    return pl.DataFrame(schema=EVENT_SCHEMA)
+
+
+def _literals(rule: ExtractRule) -> pl.Expr:
+    return pl.col("message").str.contains_any(rule.prefilter, ascii_case_insensitive=rule.ignore_case)
+
+
+def _prefilter(rules: Sequence[ExtractRule]) -> pl.Expr:
+    """True for lines containing any rule's literal (two scans: exact and case-insensitive)."""
+    scans = []
+    for ignore_case in (False, True):
+        literals = sorted({lit for r in rules if r.ignore_case == ignore_case for lit in r.prefilter})
+        if literals:
+            scans.append(pl.col("message").str.contains_any(literals, ascii_case_insensitive=ignore_case))
+    return pl.any_horizontal(scans).fill_null(False)
+
+
+def _outcome(rule: ExtractRule, key: pl.Expr | None) -> tuple[list[pl.Expr], pl.Expr | None]:
+    """Outcome columns of ``rule`` and, for a ``map`` without default, the keep filter."""
+    base = {field: getattr(rule, field) for field in OUTCOME_FIELDS}
+    if rule.map is None or key is None:
+        return [pl.lit(value, pl.String).alias(field) for field, value in base.items()], None
+    table = rule.map.table
+    fallback = rule.map.default
+    columns = []
+    for field in OUTCOME_FIELDS:
+        otherwise = (getattr(fallback, field) or base[field]) if fallback is not None else None
+        if table:
+            column = key.replace_strict(
+                list(table), [getattr(o, field) or base[field] for o in table.values()],
+                default=pl.lit(otherwise, pl.String), return_dtype=pl.String,
+            )
+        else:
+            column = pl.lit(otherwise, pl.String)
+        columns.append(column.alias(field))
+    keep = None if fallback is not None else key.is_in(list(table)).fill_null(False)
+    return columns, keep
+
+
+def _rule_events(candidates: pl.LazyFrame, rule: ExtractRule) -> pl.LazyFrame:
+    """Events of one rule from the prefiltered candidate lines."""
+    pattern = regex_for(rule)
+    groups = list(re.compile(rule.regex).groupindex)
+    lines = candidates
+    if rule.sources:
+        # Lines of unknown source (ad hoc input) are tried against every rule.
+        lines = lines.filter(pl.col("source").is_null() | pl.col("source").is_in(rule.sources))
+    lines = lines.filter(_literals(rule)).filter(pl.col("message").str.contains(pattern))
+    if groups:
+        lines = lines.with_columns(pl.col("message").str.extract_groups(pattern).alias("_groups"))
+
+    def group(name: str) -> pl.Expr:
+        if name in groups:
+            return pl.col("_groups").struct.field(name)
+        return pl.lit(None, pl.String)
+
+    outcome, keep = _outcome(rule, group(rule.map.key) if rule.map else None)
+    if keep is not None:
+        lines = lines.filter(keep)
+    others = sorted(g for g in groups if g not in RESERVED_GROUPS)
+    params = (
+        pl.struct([group(name).alias(name) for name in others]).struct.json_encode()
+        if others else pl.lit("{}")
+    )
+    return lines.select(
+        # concat_str, not pl.format: Polars 2.1 panics formatting filtered multi-chunk input.
+        pl.concat_str([pl.lit(f"{rule.id}@"), pl.col("origin")]).alias("event_id"),
+        pl.col("ts"),
+        pl.col("ts").alias("last_ts"),
+        pl.lit(1, pl.Int64).alias("count"),
+        pl.coalesce(pl.col("node"), group("node")).alias("node"),
+        pl.col("attempt_id"),
+        pl.coalesce(pl.col("rank"), group("rank").cast(pl.Int32, strict=False)).alias("rank"),
+        normalize_gpu(group("gpu")).alias("gpu"),
+        group("port").str.replace(r"/(\d+)$", ":$1").alias("port"),
+        pl.col("source"),
+        pl.lit(rule.id).alias("rule_id"),
+        *outcome,
+        params.alias("params"),
+        pl.col("message"),
+        pl.col("origin"),
+        pl.col("ts_source"),
+        pl.col("cluster"),
+    )
+
+
+_PCI = r"^(?:[0-9a-f]{0,4}?([0-9a-f]{4}):)?([0-9a-f]{2}):([0-9a-f]{2})(?:\.[0-7])?$"
+
+
+def normalize_gpu(gpu: pl.Expr) -> pl.Expr:
+    """One spelling per GPU: PCI addresses become ``dddd:bb:dd`` (lower case, the 8-digit
+    domain nvidia-smi prints cut to 4, the function dropped), so ``00000000:3B:00.0`` from
+    nvidia-smi and ``0000:3b:00`` from an XID name the same GPU. Indices stay as they are."""
+    lowered = gpu.str.strip_chars().str.to_lowercase()
+    pci = lowered.str.extract_groups(_PCI)
+    domain = pl.coalesce(pci.struct.field("1"), pl.lit("0000"))
+    return (
+        pl.when(lowered.str.contains(_PCI))
+        .then(pl.concat_str([domain, pci.struct.field("2"), pci.struct.field("3")], separator=":"))
+        .otherwise(lowered)
+    )
+
+
+def _with_input_columns(observations: pl.LazyFrame | pl.DataFrame) -> pl.LazyFrame:
+    lf = observations.lazy()
+    present = lf.collect_schema().names()
+    return lf.select(
+        pl.col(name).cast(dtype) if name in present else pl.lit(None, dtype).alias(name)
+        for name, dtype in _INPUT_COLUMNS.items()
+    )
+
+
+def _extract(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl.DataFrame:
+    if not pack.extract:
+        return empty_events()
+    candidates = _with_input_columns(observations).filter(_prefilter(pack.extract)).collect().lazy()
+    events = pl.concat([_rule_events(candidates, rule) for rule in pack.extract], how="vertical")
+    return events.cast(dict(EVENT_SCHEMA)).sort(ORDER, nulls_last=True, maintain_order=True).collect()
+
+
+def extract_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl.DataFrame:
+    """Events of the pack's extract rules over ``observations``, floods collapsed.
+
+    ``observations`` has the observations table's columns plus ``cluster``, ``day`` and
+    ``source``. Returns :data:`EVENT_SCHEMA` columns sorted by cluster, ts, node, origin,
+    rule_id.
+    """
+    return dedupe_events(_extract(observations, pack), pack)
+
+
+def extract_lines(lines: Sequence[str], pack: RulePack, *, source: str | None = None) -> pl.DataFrame:
+    """Events of the pack's extract rules over raw ``lines`` (no timestamps, no dedupe).
+
+    Line ``n`` (1-based) gets origin ``<input>:<n>``. With ``source`` only rules for that
+    source (or for every source) apply; without it every rule is tried.
+    """
+    observations = pl.DataFrame({"message": list(lines)}, schema={"message": pl.String}).with_columns(
+        pl.concat_str([pl.lit("<input>:"), pl.int_range(1, pl.len() + 1).cast(pl.String)]).alias("origin"),
+        pl.lit(source, pl.String).alias("source"),
+    )
+    return _extract(observations, pack)
+
+
+def dedupe_events(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
+    """Collapse floods: repeats within the rule's ``dedupe_window`` of the previous repeat.
+
+    Repeats are rows equal on :data:`DEDUPE_KEYS`. A run of repeats whose consecutive gaps
+    (from the previous repeat's ``last_ts`` to this ``ts``) are within the window becomes one
+    event: the first row's fields, ``ts`` of the first, ``last_ts`` of the last and ``count``
+    the sum of counts. Rules not in the pack use the default window (5m).
+    """
+    if events.is_empty():
+        return events
+    windows = pack.dedupe_seconds()
+    window_s = pl.col("rule_id").replace_strict(
+        list(windows), list(windows.values()), default=_DEFAULT_WINDOW_S, return_dtype=pl.Float64
+    ) if windows else pl.lit(_DEFAULT_WINDOW_S)
+    previous_last = pl.col("last_ts").shift(1).over(DEDUPE_KEYS)
+    gap_s = (pl.col("ts") - previous_last).dt.total_microseconds() / 1_000_000
+    starts_burst = (previous_last.is_null() | (gap_s > window_s)).fill_null(True)
+    columns = events.columns
+    folded = (
+        events.sort([*DEDUPE_KEYS, "ts", "origin"], nulls_last=True, maintain_order=True)
+        .with_columns(starts_burst.cum_sum().alias("_burst"))
+        .group_by("_burst", maintain_order=True)
+        .agg(
+            *(pl.col(c).first() for c in columns if c not in ("last_ts", "count")),
+            pl.col("last_ts").max(),
+            pl.col("count").sum(),
+        )
+    )
+    return folded.select(columns).sort(ORDER, nulls_last=True, maintain_order=True)
+
+
+def extract_lines_from_files(
+    paths: Sequence[Path], pack: RulePack, *, source: str | None = None
+) -> pl.DataFrame:
+    """Events each line of some log files yields, without landing anything and without
+    flood dedupe (the ``causelake extract`` view: one event per matching line and rule)."""
+    frames = []
+    for path in expand_paths(paths):
+        parsed = read_log_file(path, source=source)
+        frames.append(parsed.observations.with_columns(
+            pl.lit("local").alias("cluster"), pl.lit(parsed.source).alias("source"),
+            pl.col("ts").dt.date().alias("day"),
+        ))
+    if not frames:
+        return empty_events()
+    return _extract(pl.concat(frames), pack).sort("origin", "rule_id")

@@ -1,0 +1,119 @@
+"""Metric rules: conditions over metric series → events, vectorized.
+
+A series is one (cluster, node, metric, gpu, hca, port, labels). Each sample is compared with
+the previous sample of its series (``shift`` over the series partition, after sorting by
+time):
+
+``increase``  the value rose by more than ``threshold`` (a counter that drops — a reset after a
+              driver reload or reboot — is not an increase; growth after the reset is
+              measured from the reset value)
+``above``     the first sample of each run above ``threshold`` (the series' first sample counts)
+``below``     the first sample of each run below ``threshold``
+``change``    the value differs from the previous sample (state gauges, link state)
+
+The event's ``origin`` is the metric row's origin; ``params`` holds the metric, value and
+previous value; ``port`` is ``<hca>:<port>`` when the sample names both.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from engine.extract import EVENT_SCHEMA, ORDER, dedupe_events, empty_events
+from engine.rules.loader import RulePack
+from engine.rules.model import MetricRule
+
+SERIES_KEYS = ["cluster", "node", "metric", "gpu", "hca", "port", "labels"]
+"""Columns identifying one metric series."""
+
+_INPUT_COLUMNS = {
+    "ts": EVENT_SCHEMA["ts"], "node": pl.String, "metric": pl.String, "gpu": pl.String,
+    "hca": pl.String, "port": pl.String, "value": pl.Float64, "labels": pl.String,
+    "origin": pl.String, "cluster": pl.String,
+}
+
+
+def _fires(rule: MetricRule) -> pl.Expr:
+    value, previous = pl.col("value"), pl.col("_previous")
+    threshold = pl.lit(rule.threshold)
+    if rule.condition == "increase":
+        return previous.is_not_null() & (value - previous > threshold)
+    if rule.condition == "above":
+        return (value > threshold) & (previous.is_null() | (previous <= threshold))
+    if rule.condition == "below":
+        return (value < threshold) & (previous.is_null() | (previous >= threshold))
+    return previous.is_not_null() & (value != previous)
+
+
+def _rule_events(samples: pl.LazyFrame, rule: MetricRule) -> pl.LazyFrame:
+    port = (
+        pl.when(pl.col("hca").is_not_null() & pl.col("port").is_not_null())
+        .then(pl.concat_str([pl.col("hca"), pl.lit(":"), pl.col("port")]))
+        .otherwise(pl.coalesce(pl.col("port"), pl.col("hca")))
+    )
+    return (
+        samples.filter(pl.col("metric").is_in(rule.metrics))
+        .filter(_fires(rule).fill_null(False))
+        .select(
+            # concat_str, not pl.format: Polars 2.1 panics formatting filtered multi-chunk input.
+            pl.concat_str([pl.lit(f"{rule.id}@"), pl.col("origin")]).alias("event_id"),
+            pl.col("ts"),
+            pl.col("ts").alias("last_ts"),
+            pl.lit(1, pl.Int64).alias("count"),
+            pl.col("node"),
+            pl.lit(None, pl.String).alias("attempt_id"),
+            pl.lit(None, pl.Int32).alias("rank"),
+            pl.col("gpu"),
+            port.alias("port"),
+            pl.lit("metrics").alias("source"),
+            pl.lit(rule.id).alias("rule_id"),
+            pl.lit(rule.event).alias("event"),
+            pl.lit(rule.domain).alias("domain"),
+            pl.lit(rule.cause).alias("cause"),
+            pl.lit(rule.role).alias("role"),
+            pl.lit(rule.action).alias("action"),
+            pl.struct("metric", "value", pl.col("_previous").alias("previous"), "labels")
+            .struct.json_encode().alias("params"),
+            pl.concat_str([
+                pl.col("metric"), pl.lit(" = "), pl.col("value").cast(pl.String),
+                pl.lit(" (previous "), pl.col("_previous").cast(pl.String).fill_null("none"), pl.lit(")"),
+            ]).alias("message"),
+            pl.col("origin"),
+            pl.lit("line").alias("ts_source"),
+            pl.col("cluster"),
+        )
+    )
+
+
+def metric_events(
+    metrics: pl.LazyFrame | pl.DataFrame, pack: RulePack, *, dedupe: bool = True
+) -> pl.DataFrame:
+    """Events of the pack's metric rules over metric samples.
+
+    ``metrics`` has the metrics table's columns plus ``cluster`` (and ``day``). Returns
+    events with the extractor's columns and order; with ``dedupe`` (the default) repeats
+    within each rule's ``dedupe_window`` are folded as for log events.
+    """
+    if not pack.metric:
+        return empty_events()
+    lf = metrics.lazy()
+    present = lf.collect_schema().names()
+    wanted = sorted({name for rule in pack.metric for name in rule.metrics})
+    samples = (
+        lf.select(
+            pl.col(name).cast(dtype) if name in present else pl.lit(None, dtype).alias(name)
+            for name, dtype in _INPUT_COLUMNS.items()
+        )
+        .filter(pl.col("metric").is_in(wanted))
+        .sort([*SERIES_KEYS, "ts", "origin"], nulls_last=True, maintain_order=True)
+        .with_columns(pl.col("value").shift(1).over(SERIES_KEYS).alias("_previous"))
+        .collect()
+        .lazy()
+    )
+    events = (
+        pl.concat([_rule_events(samples, rule) for rule in pack.metric], how="vertical")
+        .cast(dict(EVENT_SCHEMA))
+        .sort(ORDER, nulls_last=True, maintain_order=True)
+        .collect()
+    )
+    return dedupe_events(events, pack) if dedupe else events

@@ -1,0 +1,132 @@
+"""Python rules: logic the YAML rule kinds cannot express, loaded by path.
+
+The contract
+------------
+A rule file ``rules/<name>.yaml`` may declare::
+
+    - kind: python
+      id: gpu.repeat_xid_on_same_gpu
+      title: The same XID twice on one GPU within an attempt is a hardware fault
+      path: repeat_xid.py          # relative to the YAML file
+
+and the Python file beside it defines one function::
+
+    def apply(events: pl.DataFrame, context: RuleContext) -> pl.DataFrame: ...
+
+``events`` are the correlated events of the run: the EVENTS columns of
+:mod:`ingest.schema` plus ``cluster``, with ``attempt_id`` filled (a node event appears once
+per attempt it touched) and the attempt columns ``state``, ``job_id``, ``user``,
+``start_ts``, ``end_ts``. Other columns the engine adds must be passed through untouched.
+
+``apply`` returns a frame with the same columns (same names and dtypes). It may change
+``role``, ``domain``, ``cause`` and ``action`` of existing rows and add rows (give new rows
+an ``event_id`` of the form ``<rule id>@<origin>`` and ``rule_id`` = the rule's id); it must
+never drop or rename columns. It must be columnar (Polars expressions and joins, no loop over
+rows) and deterministic: the same input gives the same output.
+
+``context`` (:class:`RuleContext`) carries the attempts in scope and a lazy view of past
+events (``history``, possibly empty) for rules that look at repeat offenders.
+
+Rule files are imported under a private module name derived from their path, so two packs
+can hold files with the same name and importing a rule never shadows a real module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from engine.rules.model import PythonRule
+
+ApplyFn = Callable[[pl.DataFrame, "RuleContext"], pl.DataFrame]
+"""The signature a python rule's ``apply`` function has."""
+
+
+class PythonRuleError(Exception):
+    """A python rule could not be loaded, or broke the contract when run."""
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """What a python rule may look at besides the events.
+
+    ``attempts``: the attempts in scope (attempts table columns plus ``cluster``).
+    ``history``: past events (events table columns plus ``cluster`` and ``day``); may be an
+    empty frame, which a rule must tolerate.
+    """
+
+    attempts: pl.DataFrame
+    history: pl.LazyFrame
+
+
+@dataclass(frozen=True)
+class LoadedPythonRule:
+    """A python rule with its resolved file and its ``apply`` function."""
+
+    rule: PythonRule
+    path: Path
+    apply: ApplyFn
+
+
+def _module_name(path: Path) -> str:
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    return f"_causelake_rule_{digest}"
+
+
+def load_python_rule(path: Path) -> ApplyFn:
+    """Import the rule file at ``path`` and return its ``apply`` function.
+
+    Raises :class:`PythonRuleError` naming the file when it is missing, fails to import, or
+    has no callable ``apply``.
+    """
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise PythonRuleError(f"python rule file {path} does not exist — check the rule's path")
+    name = _module_name(path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise PythonRuleError(f"{path} cannot be imported as a Python module — name it *.py")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # any error in user code is reported, not raised through
+        raise PythonRuleError(
+            f"importing {path} failed: {type(exc).__name__}: {exc} — fix the rule file"
+        ) from exc
+    apply = getattr(module, "apply", None)
+    if not callable(apply):
+        raise PythonRuleError(
+            f"{path} defines no function apply(events, context) — add one "
+            "(see engine.rules.python_rules for the contract)"
+        )
+    sys.modules[name] = module
+    return apply
+
+
+def run_python_rules(
+    events: pl.DataFrame, rules: Iterable[LoadedPythonRule], context: RuleContext
+) -> pl.DataFrame:
+    """Apply the pack's python rules in order, checking each keeps the frame's columns."""
+    for loaded in rules:
+        try:
+            out = loaded.apply(events, context)
+        except Exception as exc:
+            raise PythonRuleError(
+                f"python rule {loaded.rule.id} ({loaded.path}) failed: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if not isinstance(out, pl.DataFrame) or out.schema != events.schema:
+            got = out.schema if isinstance(out, pl.DataFrame) else type(out).__name__
+            raise PythonRuleError(
+                f"python rule {loaded.rule.id} ({loaded.path}) must return a DataFrame with "
+                f"the columns it received ({events.schema}), got {got} — keep every column "
+                "and its dtype"
+            )
+        events = out
+    return events

@@ -1,0 +1,418 @@
+"""Kubernetes connectors: Kueue workloads → attempts, pod logs → observations.
+
+:class:`KueueConnector` reads Kueue ``Workload`` objects (``kubectl get workloads -A -o
+json``, API ``kueue.x-k8s.io/v1beta1``) and the pods of their jobs (``kubectl get pods -A
+-o json``), from files or by running ``kubectl``. A Workload is a snapshot: its conditions
+(QuotaReserved, Admitted, PodsReady, Evicted, Preempted, Finished) hold only the latest
+transition of each type, ``status.schedulingStats.evictions`` counts evictions by reason and
+``status.requeueState.count`` counts requeues. Every eviction ended one attempt, so a
+workload evicted *n* times and admitted again has *n* + 1 attempts (``attempt_index`` per
+admission); only the latest eviction and the current admission carry times. Pod status then
+refines the current attempt: a container ``OOMKilled`` → ``out_of_memory``; a
+``DisruptionTarget`` condition or a kubelet eviction (``status.reason: Evicted``) →
+``preempted`` (``node_fail`` when the taint manager or pod GC deleted it: the node went
+away); the failing container's exit code, the signal (exit code − 128 above 128) and the
+nodes (``spec.nodeName``).
+
+:class:`PodLogsConnector` reads ``/api/v1/namespaces/{ns}/pods/{pod}/log?timestamps=true``
+from the Kubernetes API (bearer token from the environment) and turns each
+``2026-11-30T15:32:38.123456789Z text`` line into an observation (source ``k8s``); a line
+without that stamp goes to ``rejects``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import ClassVar
+
+import polars as pl
+from pydantic import Field
+
+from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
+from ingest.connectors.http import HttpClient
+from ingest.schema import ATTEMPTS
+
+_COND = pl.Struct({
+    "type": pl.String, "status": pl.String, "reason": pl.String, "message": pl.String,
+    "lastTransitionTime": pl.String,
+})
+_OWNERS = pl.List(pl.Struct({"kind": pl.String, "name": pl.String}))
+WORKLOAD_SCHEMA = {
+    "metadata": pl.Struct({
+        "name": pl.String, "namespace": pl.String, "uid": pl.String,
+        "creationTimestamp": pl.String, "ownerReferences": _OWNERS,
+    }),
+    "spec": pl.Struct({"queueName": pl.String}),
+    "status": pl.Struct({
+        "conditions": pl.List(_COND),
+        "requeueState": pl.Struct({"count": pl.Int64, "requeueAt": pl.String}),
+        "schedulingStats": pl.Struct({"evictions": pl.List(pl.Struct({
+            "reason": pl.String, "underlyingCause": pl.String, "count": pl.Int64,
+        }))}),
+    }),
+}
+"""The parts of a Workload this connector reads (everything else is ignored)."""
+
+_TERMINATED = pl.Struct({"terminated": pl.Struct({
+    "reason": pl.String, "exitCode": pl.Int64, "finishedAt": pl.String,
+})})
+POD_SCHEMA = {
+    "metadata": pl.Struct({
+        "name": pl.String, "namespace": pl.String,
+        "labels": pl.Struct({
+            "batch.kubernetes.io/job-name": pl.String, "job-name": pl.String,
+            "jobset.sigs.k8s.io/jobset-name": pl.String,
+        }),
+        "ownerReferences": _OWNERS,
+    }),
+    "spec": pl.Struct({"nodeName": pl.String}),
+    "status": pl.Struct({
+        "reason": pl.String,
+        "conditions": pl.List(pl.Struct({"type": pl.String, "status": pl.String, "reason": pl.String})),
+        "containerStatuses": pl.List(pl.Struct({
+            "name": pl.String, "state": _TERMINATED, "lastState": _TERMINATED,
+        })),
+    }),
+}
+
+FINISHED_STATES = {"Succeeded": "completed", "Failed": "failed"}
+"""``Finished`` condition reason → state; other reasons (AdmissionChecksRejected…) fail."""
+
+NODE_GONE = ("DeletionByTaintManager", "DeletionByPodGC")
+"""``DisruptionTarget`` reasons that mean the node failed rather than a preemption."""
+
+
+class KueueOptions(ConnectorOptions):
+    """Where the Workload and pod JSON come from: files, or ``kubectl`` when none is given."""
+
+    workloads_file: Path | None = None
+    pods_file: Path | None = None
+    kubectl: str = "kubectl"
+    context: str | None = None
+    namespace: str | None = Field(None, description="all namespaces when unset")
+
+
+class KueueConnector(Connector):
+    """Attempts of Kueue workloads, refined by their pods' status."""
+
+    name: ClassVar[str] = "kueue"
+    Options: ClassVar[type[ConnectorOptions]] = KueueOptions
+    options: KueueOptions
+
+    def fetch(self, window: FetchWindow | None) -> Iterator[Batch]:
+        """Yield one ``attempts`` batch for every workload in the snapshot (a snapshot has
+        no history to cut by ``window``)."""
+        opts = self.options
+        workloads, wl_origin = self._load("workloads", opts.workloads_file)
+        if opts.pods_file is not None or opts.workloads_file is None:
+            pods, _ = self._load("pods", opts.pods_file)
+        else:
+            pods = []
+        rows = kueue_attempts(workloads, pods, self.cluster, wl_origin)
+        yield Batch(table="attempts", rows=rows, cluster=self.cluster, input_id=wl_origin,
+                    fetched=len(workloads))
+
+    def _load(self, kind: str, path: Path | None) -> tuple[list[dict], str]:
+        opts = self.options
+        if path is not None:
+            try:
+                doc = json.loads(Path(path).read_text())
+            except (OSError, json.JSONDecodeError) as exc:
+                raise ConnectorError(f"kueue: cannot read {kind} JSON {path}: {exc} — "
+                                     f"write it with `kubectl get {kind} -A -o json > {path}`") from None
+            return _items(doc, str(path)), str(path)
+        if shutil.which(opts.kubectl) is None:
+            raise ConnectorError(f"kueue: no {kind}_file given and {opts.kubectl!r} is not on PATH "
+                                 f"— set {kind}_file or install kubectl")
+        resource = "workloads.kueue.x-k8s.io" if kind == "workloads" else "pods"
+        cmd = [opts.kubectl, "get", resource, "-o", "json"]
+        cmd += ["-n", opts.namespace] if opts.namespace else ["-A"]
+        cmd += ["--context", opts.context] if opts.context else []
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            raise ConnectorError(f"kueue: `{' '.join(cmd)}` failed: {done.stderr.strip()[:300]}")
+        try:
+            doc = json.loads(done.stdout)
+        except json.JSONDecodeError as exc:
+            raise ConnectorError(f"kueue: `{' '.join(cmd)}` did not print JSON: {exc}") from None
+        return _items(doc, " ".join(cmd)), "kubectl:" + " ".join(cmd[1:])
+
+
+def _items(doc: object, where: str) -> list[dict]:
+    if isinstance(doc, dict) and isinstance(doc.get("items"), list):
+        return doc["items"]
+    if isinstance(doc, dict) and doc.get("kind") not in (None, "List") and "metadata" in doc:
+        return [doc]
+    raise ConnectorError(f"kueue: {where} is not a Kubernetes list (no 'items') — use `-o json`")
+
+
+def _cond(conditions: pl.Expr, ctype: str) -> pl.Expr:
+    return conditions.list.eval(pl.element().filter(pl.element().struct.field("type") == ctype)).list.first()
+
+
+def _ts(text: pl.Expr) -> pl.Expr:
+    return text.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", time_unit="us", time_zone="UTC", strict=False)
+
+
+def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin: str) -> pl.DataFrame:
+    """Workload and pod objects → rows with the ``attempts`` columns (see module docstring)."""
+    if not workloads:
+        return pl.from_arrow(ATTEMPTS.empty_table())
+    wl = pl.from_dicts(workloads, schema=WORKLOAD_SCHEMA).select(
+        name=pl.col("metadata").struct.field("name"),
+        namespace=pl.col("metadata").struct.field("namespace"),
+        owner=pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
+        submit_ts=_ts(pl.col("metadata").struct.field("creationTimestamp")),
+        queue=pl.col("spec").struct.field("queueName"),
+        conditions=pl.col("status").struct.field("conditions"),
+        requeues=pl.col("status").struct.field("requeueState").struct.field("count"),
+        evictions=pl.col("status").struct.field("schedulingStats").struct.field("evictions"),
+    ).with_columns(
+        [_cond(pl.col("conditions"), t).alias(t) for t in ("Admitted", "Evicted", "Finished")]
+    ).with_columns(
+        admitted=pl.col("Admitted").struct.field("status") == "True",
+        admitted_ts=_ts(pl.col("Admitted").struct.field("lastTransitionTime")),
+        evicted_ts=_ts(pl.col("Evicted").struct.field("lastTransitionTime")),
+        evicted_reason=pl.col("Evicted").struct.field("reason"),
+        evicted_now=(pl.col("Evicted").struct.field("status") == "True").fill_null(False),
+        finished=pl.col("Finished").struct.field("status") == "True",
+        finished_ts=_ts(pl.col("Finished").struct.field("lastTransitionTime")),
+        finished_reason=pl.col("Finished").struct.field("reason"),
+        n_evicted=pl.coalesce(
+            pl.col("evictions").list.eval(pl.element().struct.field("count")).list.sum().replace(0, None),
+            pl.col("requeues"),
+            pl.when(pl.col("Evicted").struct.field("status") == "True").then(pl.lit(1, pl.Int64)),
+            pl.lit(0, pl.Int64),
+        ),
+        job_id=pl.concat_str(pl.col("namespace"), pl.lit("/"), pl.coalesce(pl.col("owner"), pl.col("name"))),
+    )
+    wl = wl.with_columns(current=(pl.col("admitted") | pl.col("finished")).fill_null(False))
+    evicted = _evicted_attempts(wl)
+    current = wl.filter(pl.col("current")).select(
+        "name", "namespace", "owner", "job_id", "queue", "submit_ts",
+        attempt_index=pl.col("n_evicted"),
+        start_ts=pl.col("admitted_ts"),
+        end_ts=pl.when(pl.col("finished")).then(pl.col("finished_ts")),
+        raw_state=pl.when(pl.col("finished"))
+        .then(pl.concat_str(pl.lit("Finished:"), pl.col("finished_reason").fill_null("")))
+        .otherwise(pl.lit("Admitted")),
+        state=pl.when(pl.col("finished"))
+        .then(pl.col("finished_reason").replace_strict(FINISHED_STATES, default="failed"))
+        .otherwise(pl.lit("running")),
+    )
+    attempts = pl.concat([evicted, current], how="diagonal_relaxed")
+    attempts = _merge_pods(attempts, _pod_summary(pods), wl)
+    return attempts.select(
+        attempt_id=pl.concat_str(pl.lit(f"kueue/{cluster}/"), pl.col("namespace"), pl.lit("/"),
+                                 pl.col("name"), pl.lit("/"), pl.col("attempt_index").cast(pl.String)),
+        scheduler=pl.lit("kueue"),
+        job_id="job_id",
+        job_name=pl.coalesce(pl.col("owner"), pl.col("name")),
+        user=pl.lit(None, dtype=pl.String),
+        partition="queue",
+        attempt_index=pl.col("attempt_index").cast(pl.Int32),
+        submit_ts="submit_ts", start_ts="start_ts", end_ts="end_ts",
+        raw_state="raw_state", state="state",
+        exit_code=pl.col("exit_code").cast(pl.Int32),
+        signal=pl.when(pl.col("exit_code") > 128).then(pl.col("exit_code") - 128).cast(pl.Int32),
+        nodes=pl.col("nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        n_nodes=pl.col("nodes").list.len().fill_null(0).cast(pl.Int32),
+        ranks_per_node=pl.lit(None, dtype=pl.Int32),
+        gpus_per_node=pl.lit(None, dtype=pl.Int32),
+        origin=pl.concat_str(pl.lit(f"{origin}#"), pl.col("namespace"), pl.lit("/"), pl.col("name")),
+    ).sort("attempt_id")
+
+
+def _evicted_attempts(wl: pl.DataFrame) -> pl.DataFrame:
+    """One row per eviction, ``attempt_index`` 0…n−1; the latest carries the Evicted time.
+
+    Evictions are counted by reason, not ordered, so earlier ones keep only their reason; the
+    Evicted condition's reason is placed last (it is the most recent eviction).
+    """
+    per_reason = wl.select(
+        "name", "namespace", "owner", "job_id", "queue", "submit_ts", "n_evicted",
+        "evicted_reason", "evicted_ts", "evicted_now",
+        ev=pl.when(pl.col("evictions").list.len() > 0).then(pl.col("evictions")).otherwise(
+            pl.concat_list(pl.struct(
+                reason=pl.col("evicted_reason"), underlyingCause=pl.lit(None, pl.String),
+                count=pl.col("n_evicted"),
+            ))
+        ),
+    ).filter(pl.col("n_evicted") > 0).explode("ev").unnest("ev")
+    rows = per_reason.with_columns(
+        rep=pl.int_ranges(0, pl.col("count").fill_null(0)),
+        last_reason=(pl.col("reason") == pl.col("evicted_reason")).fill_null(False),
+    ).explode("rep").drop_nulls("rep")
+    rows = rows.sort(["namespace", "name", "last_reason"], maintain_order=True).with_columns(
+        attempt_index=pl.int_range(pl.len()).over(["namespace", "name"]).cast(pl.Int64),
+    )
+    # Once readmitted, the Evicted condition turns False and its time becomes the time of
+    # readmission: only a condition still True dates the latest eviction.
+    when_known = (pl.col("attempt_index") == pl.col("n_evicted") - 1) & pl.col("evicted_now")
+    return rows.select(
+        "name", "namespace", "owner", "job_id", "queue", "submit_ts", "attempt_index",
+        start_ts=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
+        end_ts=pl.when(when_known).then(pl.col("evicted_ts")),
+        raw_state=pl.concat_str(pl.lit("Evicted:"), pl.col("reason").fill_null("")),
+        state=pl.lit("preempted"),
+    )
+
+
+def _pod_summary(pods: list[dict]) -> pl.DataFrame:
+    """Per (namespace, owner job): nodes, OOM, first failing exit code, disruption."""
+    schema = {"namespace": pl.String, "owner": pl.String, "nodes": pl.List(pl.String),
+              "oom": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String,
+              "kubelet_evicted": pl.Boolean}
+    if not pods:
+        return pl.DataFrame(schema=schema)
+    labels = pl.col("metadata").struct.field("labels")
+    frame = pl.from_dicts(pods, schema=POD_SCHEMA).select(
+        namespace=pl.col("metadata").struct.field("namespace"),
+        owner=pl.coalesce(
+            labels.struct.field("batch.kubernetes.io/job-name"), labels.struct.field("job-name"),
+            labels.struct.field("jobset.sigs.k8s.io/jobset-name"),
+            pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
+        ),
+        node=pl.col("spec").struct.field("nodeName"),
+        pod_reason=pl.col("status").struct.field("reason"),
+        disruption=_cond(pl.col("status").struct.field("conditions"), "DisruptionTarget"),
+        containers=pl.col("status").struct.field("containerStatuses"),
+    )
+    terminated = frame.select("namespace", "owner", "containers").explode("containers").select(
+        "namespace", "owner",
+        term=pl.concat_list(
+            pl.col("containers").struct.field("state").struct.field("terminated"),
+            pl.col("containers").struct.field("lastState").struct.field("terminated"),
+        ),
+    ).explode("term").unnest("term").drop_nulls("exitCode")
+    failing = terminated.filter(pl.col("exitCode") != 0).sort("finishedAt", nulls_last=True)
+    codes = failing.group_by("namespace", "owner", maintain_order=True).agg(
+        exit_code=pl.col("exitCode").first(),
+        oom=(pl.col("reason") == "OOMKilled").any(),
+    )
+    per_job = frame.group_by("namespace", "owner").agg(
+        nodes=pl.col("node").drop_nulls().unique().sort(),
+        disruption=pl.col("disruption").filter(pl.col("disruption").struct.field("status") == "True")
+        .struct.field("reason").first(),
+        kubelet_evicted=(pl.col("pod_reason") == "Evicted").any(),
+    )
+    return per_job.join(codes, on=["namespace", "owner"], how="left").select(list(schema))
+
+
+def _merge_pods(attempts: pl.DataFrame, pods: pl.DataFrame, wl: pl.DataFrame) -> pl.DataFrame:
+    """Pod facts belong to the latest attempt of their workload (earlier pods are gone)."""
+    latest = wl.select("namespace", "name", attempt_index=pl.when(pl.col("current"))
+                       .then(pl.col("n_evicted")).otherwise(pl.col("n_evicted") - 1),
+                       is_latest=pl.lit(True))
+    merged = attempts.with_columns(join_owner=pl.coalesce(pl.col("owner"), pl.col("name"))).join(
+        latest, on=["namespace", "name", "attempt_index"], how="left"
+    ).join(
+        pods.rename({"owner": "join_owner"}), on=["namespace", "join_owner"], how="left"
+    )
+    mine = pl.col("is_latest").fill_null(False)
+    failed = pl.col("state").is_in(["failed", "running", "preempted"])
+    state = (
+        pl.when(mine & pl.col("oom").fill_null(False) & failed).then(pl.lit("out_of_memory"))
+        .when(mine & pl.col("disruption").is_in(NODE_GONE).fill_null(False)).then(pl.lit("node_fail"))
+        .when(mine & (pl.col("disruption").is_not_null() | pl.col("kubelet_evicted").fill_null(False))
+              & (pl.col("state") != "completed")).then(pl.lit("preempted"))
+        .otherwise(pl.col("state"))
+    )
+    return merged.with_columns(
+        state=state,
+        exit_code=pl.when(mine).then(pl.col("exit_code")),
+        nodes=pl.when(mine).then(pl.col("nodes")),
+    )
+
+
+# ------------------------------------------------------------------ pod logs
+
+
+class PodLogsOptions(ConnectorOptions):
+    """One container's log from the Kubernetes API."""
+
+    url: str = Field(description="API server, e.g. https://kube-apiserver:6443")
+    namespace: str
+    pod: str
+    container: str | None = None
+    previous: bool = Field(False, description="the previous (crashed) container instance")
+    node: str | None = Field(None, description="node of the pod; looked up from the pod when unset")
+    attempt_id: str | None = None
+    token_env: str | None = "KUBE_TOKEN"
+    timeout: float = 30.0
+    max_attempts: int = 5
+
+
+class PodLogsConnector(Connector):
+    """Timestamped container log lines → observations (source ``k8s``)."""
+
+    name: ClassVar[str] = "pod_logs"
+    Options: ClassVar[type[ConnectorOptions]] = PodLogsOptions
+    options: PodLogsOptions
+
+    def fetch(self, window: FetchWindow | None) -> Iterator[Batch]:
+        """Yield the log's observations, and a ``rejects`` batch for unstamped lines. The
+        API returns the whole log; ``window`` (when given) keeps the lines inside it."""
+        opts = self.options
+        client = HttpClient(opts.url, token_env=opts.token_env, timeout=opts.timeout,
+                            max_attempts=opts.max_attempts)
+        pod_path = f"/api/v1/namespaces/{opts.namespace}/pods/{opts.pod}"
+        params: dict[str, object] = {"timestamps": "true"}
+        if opts.container:
+            params["container"] = opts.container
+        if opts.previous:
+            params["previous"] = "true"
+        node = opts.node
+        if node is None:
+            node = (client.get_json(pod_path).get("spec") or {}).get("nodeName")
+        text = client.get_text(pod_path + "/log", params)
+        input_id = client.url(pod_path + "/log", params)
+        rows, rejects = parse_timestamped_log(text, input_id)
+        rows = rows.with_columns(
+            node=pl.lit(node, dtype=pl.String),
+            attempt_id=pl.lit(opts.attempt_id, dtype=pl.String),
+            program=pl.lit(opts.container, dtype=pl.String),
+        )
+        fetched = rows.height + rejects.height
+        if window is not None:
+            rows = rows.filter(pl.col("ts").is_between(_utc(window.start), _utc(window.end), closed="left"))
+        yield Batch(table="observations", rows=rows, cluster=self.cluster, input_id=input_id,
+                    source="k8s", fetched=fetched)
+        if rejects.height:
+            # Counted in the observations batch's ``fetched`` already.
+            yield Batch(table="rejects", rows=rejects, cluster=self.cluster, input_id=input_id)
+
+
+def parse_timestamped_log(text: str, input_id: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``kubectl logs --timestamps`` text → (observations, rejects); ``origin`` is
+    ``<input_id>:<line number>``."""
+    lines = pl.DataFrame({"raw": text.splitlines()}).with_row_index("seq", offset=1).with_columns(
+        parts=pl.col("raw").str.splitn(" ", 2),
+    ).with_columns(
+        ts=_ts(pl.col("parts").struct.field("field_0")),
+        message=pl.col("parts").struct.field("field_1").fill_null(""),
+        origin=pl.concat_str(pl.lit(f"{input_id}:"), pl.col("seq").cast(pl.String)),
+    )
+    good = lines.filter(pl.col("ts").is_not_null())
+    rows = good.select(
+        "ts", ts_source=pl.lit("line"), node=pl.lit(None, dtype=pl.String),
+        attempt_id=pl.lit(None, dtype=pl.String), rank=pl.lit(None, dtype=pl.Int32),
+        program=pl.lit(None, dtype=pl.String), message="message", origin="origin",
+        seq=pl.col("seq").cast(pl.Int64), input_id=pl.lit(input_id),
+    )
+    rejects = lines.filter(pl.col("ts").is_null()).select(
+        ts_ingest=pl.lit(datetime.now(timezone.utc)).dt.cast_time_unit("us"),
+        source=pl.lit("k8s"), origin="origin",
+        reason=pl.lit("no RFC 3339 timestamp at the start of the line (expected timestamps=true)"),
+        raw="raw", input_id=pl.lit(input_id),
+    )
+    return rows, rejects
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value

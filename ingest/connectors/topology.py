@@ -1,0 +1,192 @@
+"""Fabric and GPU topology → ``topology`` rows.
+
+Two kinds of rows (``kind``):
+
+``hca_port``
+    A host HCA port and the switch port it is cabled to. From a CSV or YAML file with the
+    columns ``node, hca, port, switch, switch_port``, or from ``ibnetdiscover`` output (the
+    topology file of ``ibnetdiscover(8)``, infiniband-diags / rdma-core), where each CA
+    block reads::
+
+        Ca	2 "H-001e0bffff4cafc0"		# "telesto HCA-1"
+        [1](1e0bffff4cafc1) 	"S-0008f10500200134"[4]		# lid 3 lmc 0 "Voltaire 4036 # v4036" lid 1 4xDDR
+
+    The CA's node description is ``<hostname> <hca>`` (``gpu-node-001 mlx5_0`` on
+    rdma-core hosts, ``telesto HCA-1`` on older ones); the port line gives the local port,
+    the peer switch (its node description, or ``S-<guid>`` when it has none) and the peer
+    port. Links from a CA to anything but a switch are not host-to-switch cabling and are
+    not rows.
+``gpu``
+    A GPU index and its PCI address, from CSV or YAML with the columns ``node, gpu, pci``.
+    PCI addresses are normalized to ``dddd:bb:dd.f`` lowercase, the form the kernel prints
+    (``nvidia-smi``'s 8-digit domain ``00000000:18:00.0`` becomes ``0000:18:00.0``).
+
+A YAML file is a list of mappings with exactly these keys. Files are strict: a missing or
+unknown column, or an empty value, is an error naming the file and row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import ClassVar
+
+import polars as pl
+import yaml
+from pydantic import Field
+
+from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
+from ingest.schema import TOPOLOGY
+
+HCA_PORT_COLUMNS = ("node", "hca", "port", "switch", "switch_port")
+GPU_COLUMNS = ("node", "gpu", "pci")
+
+_CA_HEADER = r'^Ca\s+\d+\s+"[^"]*"\s+#\s+"([^"]*)"'
+_OTHER_HEADER = r"^(?:Switch|Rt)\s+\d+\s"
+_CA_PORT = (
+    r'^\[(\d+)\](?:\([0-9A-Fa-f]+\))?\s+"S-([0-9A-Fa-f]+)"\[(\d+)\](?:\([0-9A-Fa-f]+\))?'
+    r'\s+#\s+lid\s+\d+\s+lmc\s+\d+\s+"([^"]*)"'
+)
+
+
+class TopologyOptions(ConnectorOptions):
+    """Topology files; give any of them."""
+
+    hca_ports_file: Path | None = Field(None, description="CSV/YAML: node, hca, port, switch, switch_port")
+    gpus_file: Path | None = Field(None, description="CSV/YAML: node, gpu, pci")
+    ibnetdiscover_file: Path | None = Field(None, description="ibnetdiscover output")
+
+
+class TopologyConnector(Connector):
+    """Host port ↔ switch port and GPU index ↔ PCI address, one batch per file."""
+
+    name: ClassVar[str] = "topology"
+    Options: ClassVar[type[ConnectorOptions]] = TopologyOptions
+    options: TopologyOptions
+
+    def fetch(self, window: FetchWindow | None) -> Iterator[Batch]:
+        """Yield one ``topology`` batch per configured file (topology has no time window)."""
+        opts = self.options
+        if not (opts.hca_ports_file or opts.gpus_file or opts.ibnetdiscover_file):
+            raise ConnectorError("topology: no file given — set hca_ports_file, gpus_file or ibnetdiscover_file")
+        loaders = (
+            (opts.hca_ports_file, read_hca_ports),
+            (opts.gpus_file, read_gpus),
+            (opts.ibnetdiscover_file, read_ibnetdiscover),
+        )
+        for path, load in loaders:
+            if path is None:
+                continue
+            rows = load(Path(path))
+            yield Batch(table="topology", rows=rows, cluster=self.cluster, input_id=str(path),
+                        fetched=rows.height)
+
+
+def read_hca_ports(path: Path) -> pl.DataFrame:
+    """A CSV/YAML file of HCA port cabling → ``hca_port`` rows."""
+    frame = _read_table(path, HCA_PORT_COLUMNS)
+    return _conform(frame.with_columns(kind=pl.lit("hca_port")), path)
+
+
+def read_gpus(path: Path) -> pl.DataFrame:
+    """A CSV/YAML file of GPU index ↔ PCI address → ``gpu`` rows."""
+    frame = _read_table(path, GPU_COLUMNS)
+    return _conform(frame.with_columns(kind=pl.lit("gpu"), pci=normalize_pci_expr(pl.col("pci"))), path)
+
+
+def normalize_pci_expr(pci: pl.Expr) -> pl.Expr:
+    """Vectorized: a PCI address in any common spelling → ``dddd:bb:dd.f`` lowercase
+    (a missing function becomes ``.0``; an 8-digit domain keeps its last 4 digits)."""
+    text = pci.str.strip_chars().str.to_lowercase().str.replace(r"^pci:", "")
+    parts = text.str.extract_groups(r"^(?:([0-9a-f]{1,8}):)?([0-9a-f]{2}):([0-9a-f]{2})(?:\.([0-7]))?$")
+    domain = parts.struct.field("1").fill_null("0").str.zfill(8).str.slice(4, 4)
+    return pl.when(parts.struct.field("2").is_not_null()).then(pl.concat_str(
+        domain, pl.lit(":"), parts.struct.field("2"), pl.lit(":"), parts.struct.field("3"),
+        pl.lit("."), parts.struct.field("4").fill_null("0"),
+    ))
+
+
+def read_ibnetdiscover(path: Path) -> pl.DataFrame:
+    """``ibnetdiscover`` output → ``hca_port`` rows (see the module docstring)."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ConnectorError(f"topology: cannot read {path}: {exc}") from None
+    lines = pl.DataFrame({"line": text.splitlines()}).with_row_index("lineno", offset=1)
+    lines = lines.with_columns(
+        # The description of the CA block a line belongs to; "" inside switch/router blocks.
+        block=pl.when(pl.col("line").str.contains(_CA_HEADER))
+        .then(pl.col("line").str.extract(_CA_HEADER, 1))
+        .when(pl.col("line").str.contains(_OTHER_HEADER)).then(pl.lit(""))
+        .forward_fill(),
+        port=pl.col("line").str.extract_groups(_CA_PORT),
+    )
+    ports = lines.filter(pl.col("block").fill_null("") != "", pl.col("port").struct.field("1").is_not_null())
+    if ports.is_empty():
+        raise ConnectorError(
+            f"topology: {path} has no CA port linked to a switch — is it `ibnetdiscover` output?"
+        )
+    desc = pl.col("block").str.strip_chars().str.splitn(" ", 2)
+    switch_desc = pl.col("port").struct.field("4")
+    rows = ports.select(
+        kind=pl.lit("hca_port"),
+        node=desc.struct.field("field_0"),
+        hca=desc.struct.field("field_1"),
+        port=pl.col("port").struct.field("1"),
+        switch=pl.when(switch_desc.str.strip_chars() != "").then(switch_desc)
+        .otherwise(pl.concat_str(pl.lit("S-"), pl.col("port").struct.field("2"))),
+        switch_port=pl.col("port").struct.field("3"),
+        gpu=pl.lit(None, dtype=pl.String),
+        pci=pl.lit(None, dtype=pl.String),
+        origin=pl.concat_str(pl.lit(f"{path}:"), pl.col("lineno").cast(pl.String)),
+    )
+    return rows.unique(["node", "hca", "port"], keep="last", maintain_order=True)
+
+
+def _read_table(path: Path, columns: tuple[str, ...]) -> pl.DataFrame:
+    """A strict CSV/YAML table with exactly ``columns`` (all read as text), plus ``origin``."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".csv":
+            frame = pl.read_csv(path, infer_schema=False)
+            first_line = 2  # after the header
+        elif suffix in (".yaml", ".yml"):
+            records = yaml.safe_load(path.read_text()) or []
+            if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+                raise ConnectorError(f"topology: {path} must be a YAML list of mappings with keys {list(columns)}")
+            keys = sorted(set().union(*records))
+            frame = pl.from_dicts(records, schema={k: pl.String for k in keys}, strict=False)
+            first_line = 1  # list item number
+        else:
+            raise ConnectorError(f"topology: {path}: unknown file type '{suffix}' — use .csv, .yaml or .yml")
+    except (OSError, pl.exceptions.PolarsError, yaml.YAMLError) as exc:
+        raise ConnectorError(f"topology: cannot read {path}: {exc}") from None
+    missing = [c for c in columns if c not in frame.columns]
+    unknown = [c for c in frame.columns if c not in columns]
+    if missing or unknown:
+        raise ConnectorError(
+            f"topology: {path}: columns must be exactly {', '.join(columns)}"
+            + (f"; missing {missing}" if missing else "") + (f"; unknown {unknown}" if unknown else "")
+        )
+    frame = frame.select(columns).with_columns(pl.all().str.strip_chars().replace("", None))
+    frame = frame.with_row_index("row", offset=first_line)
+    empty = frame.filter(pl.any_horizontal(pl.col(columns).is_null()))
+    if empty.height:
+        rows = empty["row"].head(10).to_list()
+        raise ConnectorError(f"topology: {path}: empty values in rows {rows} — fill every column")
+    return frame.with_columns(origin=pl.concat_str(pl.lit(f"{path}:"), pl.col("row").cast(pl.String))).drop("row")
+
+
+def _conform(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
+    if "pci" in frame.columns and frame["pci"].null_count():
+        bad = frame.filter(pl.col("pci").is_null())["origin"].head(5).to_list()
+        raise ConnectorError(f"topology: {path}: unreadable PCI addresses at {bad} — write e.g. 0000:18:00.0")
+    out = frame.select([
+        (pl.col(c) if c in frame.columns else pl.lit(None, dtype=pl.String)).alias(c)
+        for c in TOPOLOGY.names
+    ])
+    keys = ["kind", "node", "hca", "port", "gpu"]
+    if out.select(keys).is_duplicated().any():
+        dup = out.filter(out.select(keys).is_duplicated())["origin"].head(5).to_list()
+        raise ConnectorError(f"topology: {path}: the same port or GPU is listed twice at {dup}")
+    return out

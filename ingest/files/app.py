@@ -1,0 +1,83 @@
+"""Application logs: Slurm output files and per-rank training logs.
+
+Lines are free text behind optional prefixes, peeled off in this order:
+
+1. ``srun --label``: ``  3: text`` (the Slurm task id → ``rank``);
+2. a torchrun prefix ``[default3]:`` / ``[rank3]:`` (``[<role><global rank>]:``, which wins
+   over the task id: under one torchrun per node the task id is the node index), optionally
+   after a ``[pid] `` tag; a second one (``[default0]:[rank0]:``) is peeled too;
+3. a stamp: glog/PyTorch ``[E1130 15:32:38.123456 12345 file.cpp:123]`` (no year, rolled
+   over like RFC 3164; PyTorch prints the month unpadded: ``E205`` is 5 February), Python logging ``[2026-11-30 15:32:38,123]`` or any ISO-8601 stamp;
+4. NCCL's ``host:pid:tid [dev] `` (host → ``node``, program ``nccl``).
+
+``srun:``/``slurmstepd:``/``salloc:``/``sbatch:`` lines get that tool as ``program`` (the
+tag stays in ``message``: it is part of what those tools print). Only lines whose prefix is
+broken are rejected: a stamp with an impossible date, a torchrun prefix without a rank.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ingest.files.common import ParseContext, parse_iso, peel, stamps_without_year
+
+LABEL = r" *(?P<label>\d+): "
+LAUNCHER = r"(?:\[\d+\] )?\[(?P<role>[A-Za-z_]+)(?P<trank>\d+)\]: ?(?:\[[A-Za-z_]+\d+\]: ?)*"
+BROKEN_LAUNCHER = r"^(?:\[\d+\] )?\[(?:rank|default)[^\]]*\]:"
+STAMP = (
+    r"(?:"
+    r"\[?[IWEF](?P<gmon>\d{1,2})(?P<gday>\d\d) (?P<gtime>\d\d:\d\d:\d\d(?:\.\d+)?)(?: +\d+)? [^\s\]]+:\d+\]"
+    r"|\[?(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)\]?:?"
+    r") ?"
+)
+NCCL_HOST = r"(?P<nhost>[A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] "
+SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[\d+\])?: "
+
+
+def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataFrame:
+    """Add ``rank``, ``node``, ``program``, ``message``, ``ts`` and ``reason`` columns by
+    peeling the prefixes (see the module docstring) off column ``text``."""
+    frame = peel(frame, text, LABEL, "_after_label")
+    frame = peel(frame, "_after_label", LAUNCHER, "_after_rank")
+    frame = peel(frame, "_after_rank", STAMP, "_after_stamp")
+    frame = peel(frame, "_after_stamp", NCCL_HOST, "_message")
+    frame = frame.with_columns(
+        pl.col("gmon").cast(pl.Int32).alias("_month"),
+        pl.format("{} {}", pl.col("gday"), pl.col("gtime")).alias("_rest"),
+    )
+    frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_glog_ts"))
+    ts = pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso")))
+    message = pl.col("_message")
+    has_stamp = pl.col("gmon").is_not_null() | pl.col("iso").is_not_null()
+    reason = (
+        pl.when(has_stamp & ts.is_null()).then(pl.lit("invalid date in the line's timestamp prefix"))
+        .when(pl.col("trank").is_null() & pl.col("_after_label").str.contains(BROKEN_LAUNCHER))
+        .then(pl.lit("torchrun prefix without a rank number (expected '[rank<N>]:' or '[<role><N>]:')"))
+    )
+    program = (
+        pl.when(pl.col("nhost").is_not_null()).then(pl.lit("nccl"))
+        .otherwise(message.str.extract(SLURM_TOOL, 1))
+    )
+    return frame.with_columns(
+        ts.alias("ts"),
+        pl.coalesce(pl.col("trank"), pl.col("label")).cast(pl.Int32, strict=False).alias("rank"),
+        pl.col("nhost").alias("node"),
+        program.alias("program"),
+        message.alias("message"),
+        reason.cast(pl.String).alias("reason"),
+    )
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """Parse application log lines (see the module docstring)."""
+    frame = peel_prefixes(lines, "line", ctx)
+    return frame.select(
+        "seq",
+        "ts",
+        pl.when(pl.col("ts").is_not_null()).then(pl.lit("line")).alias("ts_kind"),
+        pl.coalesce(pl.col("node"), pl.lit(ctx.default_node, dtype=pl.String)).alias("node"),
+        "rank",
+        "program",
+        "message",
+        "reason",
+    )

@@ -1,0 +1,66 @@
+"""Which parser a file needs: the registry of sources and format detection.
+
+Detection looks at the first :data:`HEAD_LINES` non-blank lines and picks the source whose
+signature matches most of them (ties go to the earlier entry of :data:`SIGNATURES`); a file
+nothing recognises is an application log, whose lines are free text.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+
+import polars as pl
+
+from ingest.files import app, journald, kmsg, kubectl, syslog
+from ingest.files.common import FilesError, ParseContext
+
+Parser = Callable[[pl.DataFrame, ParseContext], pl.DataFrame]
+
+PARSERS: dict[str, Parser] = {
+    "syslog": syslog.parse,
+    "journald": journald.parse,
+    "kmsg": kmsg.parse,
+    "app": app.parse,
+    "kubectl": kubectl.parse,
+}
+"""Source name (the ``source`` partition and ``--source`` value) → parser."""
+
+SIGNATURES: dict[str, str] = {
+    "journald": r'^\s*\{.*"(?:__REALTIME_TIMESTAMP|MESSAGE|_HOSTNAME)"\s*:',
+    "kmsg": (
+        r"^(?:<\d+>)?(?:[a-z]+ *:[a-z]+ *: )?(?:\[ *\d+\.\d+\]"
+        r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]"
+        r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d,\d+[+-]\d\d:?\d\d |\d+,\d+,\d+,[^;]*;)"
+    ),
+    "kubectl": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(?: |$)",
+    "syslog": (
+        r"^(?:<\d{1,3}>)?(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d"
+        r"|(?:<\d{1,3}>1 )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) \S+ "
+        r"(?:[A-Za-z0-9_./-]+(?:\[\d+\])?:|\S+ \S+ \S+ )"
+    ),
+}
+"""Line signatures tried by :func:`detect_source`, in tie-break order."""
+
+HEAD_LINES = 20
+
+
+def detect_source(lines: pl.DataFrame) -> str:
+    """The source name for a file from its first non-blank lines (``app`` if none fits)."""
+    head = lines.head(HEAD_LINES)["line"]
+    if head.is_empty():
+        return "app"
+    scores = {name: int(head.str.contains(rx).sum()) for name, rx in SIGNATURES.items()}
+    best = max(scores, key=lambda name: scores[name])
+    return best if scores[best] else "app"
+
+
+def check_source(source: str) -> str:
+    """Return ``source`` if it names a parser, else raise :class:`FilesError` listing them."""
+    if source in PARSERS:
+        return source
+    close = difflib.get_close_matches(source, PARSERS, n=1)
+    hint = f" — did you mean '{close[0]}'?" if close else "."
+    raise FilesError(
+        f"unknown source '{source}'{hint} Valid sources: {', '.join(sorted(PARSERS))}."
+    )

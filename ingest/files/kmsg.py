@@ -1,0 +1,110 @@
+"""Kernel ring buffer dumps: ``dmesg``, ``dmesg -T``, ``dmesg --time-format iso``,
+``dmesg -x`` (``kern  :warn  :`` prefix) and raw ``/dev/kmsg`` records
+(``6,3964,206764307,-;message``).
+
+Monotonic stamps (``[  1234.567890]``, the µs field of ``/dev/kmsg``) become wall time
+with the boot time: the one given, else one read from the file itself — a syslog-wrapped
+kernel line (``Nov 30 15:32:38 host kernel: [  199.234935] …``) carries both clocks. These
+lines get ``ts_source="monotonic"``; without any boot time they are rejected with a reason
+saying how to fix it. ``dmesg -T`` and ISO stamps are wall time already. Lines without a
+stamp (wrapped continuations) inherit the previous one; a line whose bracket stamp cannot be
+read (``dmesg -d`` deltas such as ``[  +0.000004]``) is rejected.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import polars as pl
+
+from ingest.files.common import (
+    TS_DTYPE, ParseContext, month_number, parse_iso, peel, stamps_without_year,
+)
+
+KMSG = (
+    r"(?:<\d+>)?(?:[a-z]+ *:[a-z]+ *: )?(?:"
+    r"\[ *(?P<mono>\d+\.\d+)\]"
+    r"|\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]"
+    r"|(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+(?:Z|[+-]\d\d:?\d\d))"
+    r"|\d+,\d+,(?P<usec>\d+),[^;]*;"
+    r") ?"
+)
+SYSLOG_KERNEL = (
+    r"(?P<smon>[A-Z][a-z]{2}) {1,2}(?P<sday>\d{1,2}) (?P<stime>\d\d:\d\d:\d\d) "
+    r"(?P<shost>\S+) kernel: \[ *(?P<smono>\d+\.\d+)\] ?"
+)
+BROKEN_STAMP = r"^(?:[a-z]+ *:[a-z]+ *: )?\[ *[+\-\d]"
+
+NEEDS_BOOT_TIME = (
+    "kernel monotonic stamp needs the boot time: pass --boot-time "
+    "(e.g. the output of `uptime -s` on that node, in UTC)"
+)
+
+
+def _seconds_to_us(text: pl.Expr) -> pl.Expr:
+    """``"1234.567890"`` seconds to Int64 microseconds, exactly (no float rounding)."""
+    parts = text.str.split_exact(".", 1)
+    whole = parts.struct.field("field_0").cast(pl.Int64)
+    frac = parts.struct.field("field_1").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64)
+    return whole * 1_000_000 + frac
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """Parse kernel log lines (see the module docstring)."""
+    line = pl.col("line")
+    frame = peel(lines, "line", KMSG, "msg")
+    frame = peel(frame, "line", SYSLOG_KERNEL, "smsg")
+    frame = frame.with_columns(
+        month_number(pl.col("smon")).alias("_month"),
+        pl.format("{} {}", pl.col("sday").str.zfill(2), pl.col("stime")).alias("_rest"),
+        pl.coalesce(_seconds_to_us(pl.col("mono")), pl.col("usec").cast(pl.Int64)).alias("_mono_us"),
+        _seconds_to_us(pl.col("smono")).alias("_smono_us"),
+    )
+    frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_sys_ts"))
+    boot = ctx.boot_time or _boot_time_from(frame)
+    if boot is not None:
+        monotonic = pl.lit(boot, dtype=TS_DTYPE) + pl.duration(microseconds=pl.col("_mono_us"))
+    else:
+        monotonic = pl.lit(None, dtype=TS_DTYPE)
+    wall = pl.coalesce(
+        pl.col("ctime").str.to_datetime(
+            "%a %b %e %H:%M:%S %Y", time_unit="us", time_zone="UTC", strict=False
+        ),
+        parse_iso(pl.col("iso")),
+        pl.col("_sys_ts"),
+    )
+    has_mono = pl.col("_mono_us").is_not_null()
+    ts = pl.when(has_mono).then(monotonic).otherwise(wall)
+    matched = has_mono | pl.col("ctime").is_not_null() | pl.col("iso").is_not_null() | pl.col("smon").is_not_null()
+    reason = (
+        pl.when(has_mono & ts.is_null()).then(pl.lit(NEEDS_BOOT_TIME))
+        .when(matched & ts.is_null()).then(pl.lit("invalid date in the dmesg timestamp"))
+        .when(~matched & line.str.contains(BROKEN_STAMP)).then(
+            pl.lit("unreadable dmesg stamp (relative `dmesg -d` stamps cannot be placed); "
+                   "export with `dmesg -T` or `dmesg --time-format iso`")
+        )
+    )
+    return frame.select(
+        "seq",
+        ts.alias("ts"),
+        pl.when(ts.is_null()).then(None)
+        .when(has_mono).then(pl.lit("monotonic"))
+        .otherwise(pl.lit("line")).alias("ts_kind"),
+        pl.coalesce(pl.col("shost"), pl.lit(ctx.default_node, dtype=pl.String)).alias("node"),
+        pl.lit(None, dtype=pl.Int32).alias("rank"),
+        pl.lit("kernel").alias("program"),
+        pl.when(pl.col("msg_prefix").is_not_null()).then(pl.col("msg"))
+        .when(pl.col("smsg_prefix").is_not_null()).then(pl.col("smsg"))
+        .otherwise(line.str.strip_chars()).alias("message"),
+        reason.cast(pl.String).alias("reason"),
+    )
+
+
+def _boot_time_from(frame: pl.DataFrame) -> datetime | None:
+    """Boot time from the first line that carries both a wall and a monotonic stamp."""
+    both = frame.filter(pl.col("_sys_ts").is_not_null() & pl.col("_smono_us").is_not_null())
+    if not both.height:
+        return None
+    return both.select(
+        pl.col("_sys_ts") - pl.duration(microseconds=pl.col("_smono_us"))
+    ).item(0, 0)

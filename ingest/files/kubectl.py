@@ -1,0 +1,42 @@
+"""``kubectl logs --timestamps``: an RFC 3339 stamp with nanoseconds, a space, the line.
+
+The container's own line behind the stamp goes through the application prefixes
+(:func:`ingest.files.app.peel_prefixes`) for ``rank``, ``node`` and ``program``; the
+kubelet's stamp is the time (the application's own stamp, if any, is only removed from
+``message``). A line without the leading stamp is rejected.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ingest.files.app import peel_prefixes
+from ingest.files.common import ParseContext, parse_iso, peel
+
+KUBECTL = r"(?P<kts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d))(?: |$)"
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """Parse ``kubectl logs --timestamps`` lines (see the module docstring)."""
+    frame = peel(lines, "line", KUBECTL, "body")
+    frame = frame.with_columns(
+        pl.when(pl.col("kts").is_not_null()).then(pl.col("body")).alias("_body"),
+        parse_iso(pl.col("kts")).alias("_kts"),
+    )
+    frame = peel_prefixes(frame, "_body", ctx)
+    ts = pl.col("_kts")
+    reason = (
+        pl.when(pl.col("kts").is_null())
+        .then(pl.lit("no RFC 3339 timestamp at the start (expected `kubectl logs --timestamps` output)"))
+        .when(ts.is_null()).then(pl.lit("invalid date in the RFC 3339 timestamp"))
+    )
+    return frame.select(
+        "seq",
+        ts.alias("ts"),
+        pl.when(ts.is_not_null()).then(pl.lit("line")).alias("ts_kind"),
+        pl.coalesce(pl.col("node"), pl.lit(ctx.default_node, dtype=pl.String)).alias("node"),
+        "rank",
+        "program",
+        pl.coalesce(pl.col("message"), pl.col("line")).alias("message"),
+        reason.cast(pl.String).alias("reason"),
+    )

@@ -1,0 +1,78 @@
+"""Syslog files: RFC 3164 (``Nov 30 15:32:38 host tag[pid]: msg``), rsyslog's
+high-precision ISO-8601 format (``2026-11-30T15:32:38.123456+00:00 host tag: msg``) and
+RFC 5424 (``<pri>1 2026-11-30T15:32:38Z host app procid msgid [sd] msg``).
+
+The host field gives ``node``, the tag (or RFC 5424 APP-NAME) gives ``program``. A kernel
+message's own ``[  123.456789]`` monotonic stamp is stripped from ``message``. Lines that
+start with whitespace continue the previous message (wrapped lines) and inherit its stamp;
+any other line without a syslog header is rejected.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from ingest.files.common import ParseContext, month_number, parse_iso, peel, stamps_without_year
+
+PRI = r"(?:<\d{1,3}>)?"
+RFC3164 = (
+    PRI + r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) "
+    r"(?P<time>\d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) ?"
+)
+ISO_HEADER = (
+    r"(?:<\d{1,3}>(?P<v5424>1 )?)?"
+    r"(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)) "
+    r"(?P<ihost>\S+) ?"
+)
+RFC5424_HEADER = r"(?P<app>\S+) \S+ \S+ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?(?:\x{FEFF})?"
+TAG = r"(?P<tag>[^\s\[:]+)(?:\[\d+\])?: ?"
+KERNEL_STAMP = r"^\[ *\d+\.\d+\] ?"
+
+
+def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
+    """Parse syslog lines (see the module docstring for formats and rules)."""
+    line = pl.col("line")
+    frame = peel(lines, "line", RFC3164, "_bsd_rest")
+    frame = peel(frame, "line", ISO_HEADER, "_iso_rest")
+    frame = frame.with_columns(
+        month_number(pl.col("mon")).alias("_month"),
+        pl.format("{} {}", pl.col("day").str.zfill(2), pl.col("time")).alias("_rest"),
+        pl.when(pl.col("_bsd_rest_prefix").is_not_null()).then(pl.col("_bsd_rest"))
+        .otherwise(pl.col("_iso_rest")).alias("_body"),
+    )
+    frame = frame.with_columns(
+        stamps_without_year(frame, "_month", "_rest", ctx).alias("_bsd_ts"),
+        parse_iso(pl.col("iso")).alias("_iso_ts"),
+    )
+    is_5424 = pl.col("v5424").is_not_null()
+    frame = peel(frame, "_body", TAG, "msg")
+    frame = peel(frame, "_body", RFC5424_HEADER, "msg5424")
+    body = pl.col("_body")
+    matched = pl.col("mon").is_not_null() | pl.col("iso").is_not_null()
+    continuation = ~matched & line.str.contains(r"^\s")
+    app = pl.when(pl.col("app") != "-").then(pl.col("app"))
+    program = pl.when(is_5424).then(app).otherwise(pl.col("tag"))
+    text = (
+        pl.when(is_5424).then(pl.col("msg5424"))
+        .when(pl.col("tag").is_not_null()).then(pl.col("msg"))
+        .otherwise(body)
+    )
+    message = pl.when(matched).then(text.str.replace(KERNEL_STAMP, "")).otherwise(line.str.strip_chars())
+    ts = pl.coalesce("_bsd_ts", "_iso_ts")
+    reason = (
+        pl.when(continuation).then(None)
+        .when(~matched).then(pl.lit("no syslog header (RFC 3164 'Mmm dd hh:mm:ss host' or RFC 5424/ISO-8601 timestamp and host)"))
+        .when(ts.is_null()).then(pl.lit("invalid date in the syslog timestamp"))
+    )
+    # A wrapped line belongs to the host and program of the line it continues.
+    node = pl.coalesce("host", "ihost")
+    return frame.select(
+        "seq",
+        ts.alias("ts"),
+        pl.when(ts.is_not_null()).then(pl.lit("line")).alias("ts_kind"),
+        pl.when(continuation).then(node.forward_fill()).otherwise(node).alias("node"),
+        pl.lit(None, dtype=pl.Int32).alias("rank"),
+        pl.when(continuation).then(program.forward_fill()).otherwise(program).alias("program"),
+        message.alias("message"),
+        reason.cast(pl.String).alias("reason"),
+    )

@@ -1,0 +1,102 @@
+"""XID roles that depend on more than one line: repeat offender GPUs and NVLink5 severity.
+
+Two refinements of the events the ``gpu_xid`` rule (``gpu_xid.yaml``) extracts:
+
+* XID 13 (graphics exception), 31 (MMU fault) and 43 (channel stopped) are normally the
+  job's own fault. When the same physical GPU — (cluster, node, PCI address) — shows them in
+  at least two different jobs, in this run or in ``context.history``, the GPU is the common
+  factor: those events become ``gpu.repeated_xid`` root candidates with the action
+  ``drain_node_and_restart``.
+* NVLink5 XIDs 144–150 carry a severity; the ``Nonfatal`` ones are corrected link events
+  and become ``context``.
+
+Contract: :mod:`engine.rules.python_rules`. A node event is attached to every attempt that ran
+on the node, so one XID can appear under two concurrent jobs. Jobs therefore count only when
+their first XID on the GPU happened at different times: one event copied to two jobs is not
+a repeat. A job is its ``attempt_id`` without the trailing attempt number
+(``slurm/<cluster>/<jobid>/<n>`` → ``slurm/<cluster>/<jobid>``): requeues of one job are one
+job, and history rows (which carry no ``job_id``) are keyed the same way.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+REPEATABLE_EVENTS = (
+    "xid_13_graphics_exception",
+    "xid_31_mmu_fault",
+    "xid_43_channel_stopped",
+)
+"""Event names (from ``gpu_xid.yaml``) that point at the GPU when they repeat across jobs."""
+
+NVLINK5_EVENT = "xid_{code}_nvlink5_error"
+NVLINK5_EVENTS = tuple(NVLINK5_EVENT.format(code=code) for code in range(144, 151))
+
+MIN_JOBS = 2
+"""Different jobs that must show a repeatable XID on one GPU before the GPU is blamed."""
+
+GPU_KEY = ("cluster", "node", "gpu")
+_NEEDED = (*GPU_KEY, "attempt_id", "event", "ts")
+
+
+def _job_key() -> pl.Expr:
+    return pl.col("attempt_id").str.replace(r"/\d+$", "")
+
+
+def _repeatable(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """(GPU, job, first XID time) of the repeatable XIDs in ``frame``."""
+    return (
+        frame.filter(
+            pl.col("event").is_in(REPEATABLE_EVENTS)
+            & pl.col("gpu").is_not_null()
+            & pl.col("attempt_id").is_not_null()
+        )
+        .select(*GPU_KEY, _job_key().alias("job"), pl.col("ts"))
+        .group_by(*GPU_KEY, "job")
+        .agg(pl.col("ts").min().alias("first_ts"))
+    )
+
+
+def repeat_offender_gpus(events: pl.DataFrame, history: pl.LazyFrame) -> pl.DataFrame:
+    """GPUs (cluster, node, gpu) with repeatable XIDs in at least :data:`MIN_JOBS` jobs."""
+    parts = [_repeatable(events.lazy())]
+    if set(_NEEDED) <= set(history.collect_schema().names()):
+        parts.append(_repeatable(history.select(_NEEDED).cast(events.select(_NEEDED).schema)))
+    per_job = (
+        pl.concat(parts)
+        .group_by(*GPU_KEY, "job")
+        .agg(pl.col("first_ts").min())
+    )
+    return (
+        per_job.group_by(GPU_KEY)
+        .agg(pl.col("first_ts").n_unique().alias("jobs"))
+        .filter(pl.col("jobs") >= MIN_JOBS)
+        .select(*GPU_KEY, pl.lit(True).alias("_repeat_offender"))
+        .collect()
+    )
+
+
+def apply(events: pl.DataFrame, context) -> pl.DataFrame:
+    """Upgrade repeated XID 13/31/43 to GPU faults and demote Nonfatal NVLink5 XIDs."""
+    offenders = repeat_offender_gpus(events, context.history)
+    marked = events.join(
+        offenders, on=list(GPU_KEY), how="left", maintain_order="left"
+    ).with_columns(pl.col("_repeat_offender").fill_null(False))
+    upgrade = pl.col("_repeat_offender") & pl.col("event").is_in(REPEATABLE_EVENTS)
+    nonfatal = pl.col("event").is_in(NVLINK5_EVENTS) & pl.col("params").str.json_path_match(
+        "$.detail"
+    ).str.contains(r"\bNonfatal\b").fill_null(False)
+    return marked.with_columns(
+        pl.when(upgrade).then(pl.lit("gpu")).otherwise(pl.col("domain")).alias("domain"),
+        pl.when(upgrade).then(pl.lit("gpu.repeated_xid")).otherwise(pl.col("cause")).alias("cause"),
+        pl.when(upgrade)
+        .then(pl.lit("drain_node_and_restart"))
+        .otherwise(pl.col("action"))
+        .alias("action"),
+        pl.when(upgrade)
+        .then(pl.lit("root_candidate"))
+        .when(nonfatal)
+        .then(pl.lit("context"))
+        .otherwise(pl.col("role"))
+        .alias("role"),
+    ).select(events.columns)

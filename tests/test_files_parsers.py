@@ -1,0 +1,319 @@
+"""Parsers of the log-files connector against real lines in their real file formats.
+
+Every message below is verbatim from /work/shared/corpus (URL beside it); the wrappers
+around it (syslog header, dmesg stamp, journald JSON, kubectl stamp, srun label) are the
+formats those tools write, built around the real line.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ingest.files import FilesError, read_log_file
+from ingest.files.detect import detect_source
+from ingest.schema import OBSERVATIONS, REJECTS
+
+FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+UTC = timezone.utc
+
+# (line, source URL)
+SYSLOG_3164 = [
+    ("Dec  2 11:38:27 worker4 kernel: [  199.234935] NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device minor number 5",
+     "https://github.com/NVIDIA/gpu-operator/issues/1146"),
+    ("Dec 02 09:56:04 node1 kernel: mlx5_core 0000:d2:00.0: mlx5_cmd_out_err:838:(pid 1441871): ACCESS_REG(0x805) op_mod(0x1) failed, status bad operation(0x2), syndrome (0x9a6171), err(-22)",
+     "https://github.com/leptonai/gpud/issues/1164"),
+    ("Feb 14 05:03:41 000-000-00000-1-gpu-1 kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link INIT",
+     "https://github.com/leptonai/gpud/pull/1209"),
+]
+MLX5_LINK = ("mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link INIT", "https://github.com/leptonai/gpud/pull/1209")
+NVLINK_XID = ("NVRM: Xid (PCI:0000:b9:00): 71, NVLink: fatal error detected on link 6",
+              "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-resiliency-health-monitoring-agent.html")
+FALLEN_OFF = ("NVRM: GPU 0000:06:00.0: GPU has fallen off the bus.",
+              "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151")
+DMESG_T = ("[Sun Feb 23 16:24:18 2025] NVRM: GPU at PCI:0000:9b:00: GPU-509665ad-b600-ac93-3616-d754b23d636d",
+           "https://github.com/leptonai/gpud/blob/4a8de33a3f02e207f39e9023d67125592d599731/components/accelerator/nvidia/xid/testdata/dmesg-with-xid-119.log")
+DMESG_ISO = ("kern  :warn  : 2025-01-21T04:41:44,283390+00:00 NVRM: Xid (PCI:0000:38:00): 13, pid='<unknown>', name=<unknown>, Graphics Exception: ESR 0x546fb0=0x11f000e 0x546fb4=0x24 0x546fa8=0xf81eb60 0x546fac=0x1174",
+             "https://github.com/leptonai/gpud/blob/4a8de33a3f02e207f39e9023d67125592d599731/components/memory/testdata/dmesg.decode.iso.log")
+RAW_KMSG = ("6,3964,206764307,-;nvidia-nvswitch2: open (major=510)",
+            "https://github.com/leptonai/gpud/blob/4a8de33a3f02e207f39e9023d67125592d599731/pkg/kmsg/testdata/kmsg.1.log")
+DMESG_DELTA = ("[  +0.000004] pcieport 0000:00:03.0:    [12] Timeout", "https://github.com/rwth-i6/returnn/issues/1486")
+# tests/fixtures/logs/dmesg-gpu.txt, line by line
+DMESG_GPU = [
+    ("[   84.300451] NVRM: GPU6 _threadNodeCheckTimeout: _threadNodeCheckTimeout: currentTime: f420db7018cc0 >= f420db7018cc0",
+     "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1230"),
+    ("[   84.300463] NVRM: GPU6 _threadNodeCheckTimeout: _threadNodeCheckTimeout: Timeout was set to: 4000 msecs!",
+     "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1230"),
+    ("[   84.300476] NVRM: GPU6 kbusSendSysmembarSingle_GH100: - timeout error waiting for startToken = 0x3 cnt=24105122",
+     "https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1230"),
+    ("[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0", "https://github.com/NVIDIA/NVSentinel/issues/155"),
+    ("               NVRM: (PCI ID: 10de:26b5) installed in this system has", "https://github.com/NVIDIA/NVSentinel/issues/155"),
+    ("               NVRM: fallen off the bus and is not responding to commands.", "https://github.com/NVIDIA/NVSentinel/issues/155"),
+]
+# tests/fixtures/logs/slurm-4242.out, line by line (srun --label prefixes added where shown)
+SLURM_4242 = [
+    ("Traceback (most recent call last):", "https://github.com/aioz-ai/GCD/issues/6"),
+    ("  0: [rank0]:[E1206 18:44:12.715588844 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 0] Exception (either an error or timeout) detected by watchdog at work: 7753, last enqueued NCCL work: 7755, last completed NCCL work: 7752.",
+     "https://github.com/hiyouga/LlamaFactory/issues/6269"),
+    ("  4: [rank4]:[E1206 18:44:12.755262105 ProcessGroupNCCL.cpp:607] [Rank 4] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, NumelOut=68124672, Timeout(ms)=600000) ran for 600099 milliseconds before timing out.",
+     "https://github.com/hiyouga/LlamaFactory/issues/6269"),
+    ("  5: kp-ddp-worker-0:3468:3905 [4] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer 10.216.210.236<54862> with status=12 opcode=32616 len=0 vendor err 129 (Recv) localGid fd00:1148:9000:5000:4:200:3:ff21 remoteGidsfd00:1148:9000:5000:4:200:3:ff20",
+     "https://github.com/NVIDIA/nccl/issues/1405"),
+    ("[default7]: iteration   42784/ 115311 | consumed samples:    71463856 | consumed tokens: 146357977088 | elapsed time per iteration (s): 111.14 | learning",
+     "https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr11-176B-ml/chronicles.md"),
+    ("slurmstepd: error: *** STEP 32233190.0 ON nid01934 CANCELLED AT 2020-07-03T02:59:56 DUE TO TIME LIMIT ***",
+     "https://github.com/desihub/desitarget/issues/628"),
+    ("srun: error: nid01934: tasks 2,4-5,7: Terminated", "https://github.com/desihub/desitarget/issues/628"),
+]
+PY_LOGGING = ("[2024-05-08 08:47:31,877] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) local_rank: 2 (pid: 5939) of binary: /home/ubuntu/anaconda3/envs/salience_detr/bin/python",
+              "https://github.com/xiuqhou/Salience-DETR/issues/4")
+GLOG_SIGTERM = ("W0726 10:59:50.786825 140538811684672 torch/distributed/elastic/multiprocessing/api.py:858] Sending process 147865 closing signal SIGTERM",
+                "https://github.com/huggingface/accelerate/issues/2960")
+TF_ISO = ("2019-02-19 13:19:12.200064: E tensorflow/stream_executor/event.cc:34] error destroying CUDA event in context 000001A6735E4ED0: CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure",
+          "https://github.com/tensorflow/tensorflow/issues/25866")
+PID_RANK = ("[1833] [rank4]:[E602 11:18:52.536602063 ProcessGroupNCCL.cpp:1896] [PG ID 1 PG GUID 1 Rank 4] Process group watchdog thread terminated with exception: [Rank 4] Watchdog",
+            "https://github.com/hiyouga/LlamaFactory/issues/8261")
+CUDA_OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 29.76 GiB",
+            "https://github.com/lllyasviel/FramePack/issues/369")
+ECC = ("RuntimeError: CUDA error: uncorrectable ECC error encountered", "https://github.com/vllm-project/vllm/issues/5222")
+
+
+def write(path: Path, lines: list[str], *, mtime: datetime | None = None) -> Path:
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if mtime is not None:
+        os.utime(path, (mtime.timestamp(), mtime.timestamp()))
+    return path
+
+
+def accounted(parsed) -> None:
+    """Every non-blank line is in exactly one of observations or rejects."""
+    seqs = pl.concat([
+        parsed.observations["seq"],
+        parsed.rejects["origin"].str.extract(r":(\d+)$").cast(pl.Int64),
+    ])
+    assert seqs.len() == parsed.lines
+    assert seqs.n_unique() == parsed.lines
+    assert parsed.observations.columns == OBSERVATIONS.names
+    assert parsed.rejects.columns == REJECTS.names
+
+
+def test_fixture_files_hold_exactly_the_listed_real_lines():
+    for name, rows in [("dmesg-gpu.txt", DMESG_GPU), ("slurm-4242.out", SLURM_4242)]:
+        assert (FIXTURES / name).read_text().splitlines() == [line for line, _ in rows]
+
+
+def test_syslog_rfc3164_iso_and_rfc5424(tmp_path):
+    lines = [line for line, _ in SYSLOG_3164] + [
+        f"2026-11-30T15:32:38.123456+01:00 gpu-7 kernel: {MLX5_LINK[0]}",
+        # RFC 5424 example message, https://datatracker.ietf.org/doc/html/rfc5424#section-6.5
+        "<165>1 2003-10-11T22:14:15.003Z mymachine.example.com evntslog - ID47 "
+        '[exampleSDID@32473 iut="3" eventSource="Application" eventID="1011"] An application event log entry...',
+        "    wrapped continuation of the event entry",
+        "this line is garbage",
+    ]
+    parsed = read_log_file(write(tmp_path / "messages", lines), year=2025)
+    assert parsed.source == "syslog"
+    accounted(parsed)
+    obs = parsed.observations
+    first = obs.row(0, named=True)
+    assert first["ts"] == datetime(2025, 12, 2, 11, 38, 27, tzinfo=UTC)
+    assert (first["node"], first["program"], first["ts_source"]) == ("worker4", "kernel", "line")
+    assert first["message"] == "NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device minor number 5"
+    assert first["origin"] == f"{parsed.input_id}:1" and first["input_id"] == parsed.input_id
+    iso = obs.filter(pl.col("node") == "gpu-7").row(0, named=True)
+    assert iso["ts"] == datetime(2026, 11, 30, 14, 32, 38, 123456, tzinfo=UTC)
+    assert iso["message"] == MLX5_LINK[0]
+    rfc5424 = obs.filter(pl.col("node") == "mymachine.example.com").row(0, named=True)
+    assert rfc5424["program"] == "evntslog"
+    assert rfc5424["message"] == "An application event log entry..."
+    wrapped = obs.filter(pl.col("seq") == 6).row(0, named=True)
+    assert (wrapped["ts_source"], wrapped["ts"], wrapped["node"]) == ("inferred", rfc5424["ts"], "mymachine.example.com")
+    assert parsed.rejects["raw"].to_list() == ["this line is garbage"]
+    assert "no syslog header" in parsed.rejects["reason"][0]
+
+
+def test_syslog_year_rollover_with_explicit_year(tmp_path):
+    lines = [f"Dec 31 23:59:58 node1 kernel: {FALLEN_OFF[0]}", f"Jan  1 00:00:03 node1 kernel: {NVLINK_XID[0]}"]
+    parsed = read_log_file(write(tmp_path / "syslog", lines), year=2025)
+    assert parsed.observations["ts"].to_list() == [
+        datetime(2025, 12, 31, 23, 59, 58, tzinfo=UTC), datetime(2026, 1, 1, 0, 0, 3, tzinfo=UTC),
+    ]
+
+
+def test_syslog_year_from_mtime_rolls_over_and_never_lands_in_the_future(tmp_path):
+    lines = [f"Dec 31 23:59:58 node1 kernel: {FALLEN_OFF[0]}", f"Jan  1 00:00:03 node1 kernel: {NVLINK_XID[0]}"]
+    mtime = datetime(2027, 1, 5, tzinfo=UTC)
+    parsed = read_log_file(write(tmp_path / "syslog", lines, mtime=mtime))
+    assert [t.year for t in parsed.observations["ts"]] == [2026, 2027]
+    # A December line in a file last written in January is from the previous December.
+    only_dec = read_log_file(write(tmp_path / "syslog.1", lines[:1], mtime=mtime))
+    assert only_dec.observations["ts"][0] == datetime(2026, 12, 31, 23, 59, 58, tzinfo=UTC)
+
+
+def test_journald_json_export_with_byte_array_message(tmp_path):
+    entries = [
+        {"__REALTIME_TIMESTAMP": "1764516758123456", "_HOSTNAME": "gpu-3", "SYSLOG_IDENTIFIER": "kernel",
+         "_COMM": "kworker", "MESSAGE": NVLINK_XID[0]},
+        {"__REALTIME_TIMESTAMP": "1764516759000000", "_HOSTNAME": "gpu-3", "_COMM": "python3",
+         "MESSAGE": list(b"\x1b[31m" + ECC[0].encode() + b"\xff")},
+    ]
+    lines = [json.dumps(e) for e in entries] + ["{not json", json.dumps({"_HOSTNAME": "gpu-3", "MESSAGE": "x"})]
+    parsed = read_log_file(write(tmp_path / "journal.json", lines))
+    assert parsed.source == "journald"
+    accounted(parsed)
+    obs = parsed.observations
+    assert obs["ts"].to_list() == [
+        datetime(2025, 11, 30, 15, 32, 38, 123456, tzinfo=UTC), datetime(2025, 11, 30, 15, 32, 39, tzinfo=UTC),
+    ]
+    assert obs["node"].to_list() == ["gpu-3", "gpu-3"]
+    assert obs["program"].to_list() == ["kernel", "python3"]
+    assert obs["message"].to_list() == [NVLINK_XID[0], "\x1b[31m" + ECC[0] + "\ufffd"]
+    assert sorted(parsed.rejects["reason"]) == [
+        "missing or non-numeric __REALTIME_TIMESTAMP",
+        "not a journald JSON object (journalctl -o json writes one per line)",
+    ]
+
+
+def test_kmsg_without_boot_time_rejects_monotonic_lines_and_says_how_to_fix():
+    parsed = read_log_file(FIXTURES / "dmesg-gpu.txt", default_node="gpu-9")
+    assert parsed.source == "kmsg"
+    accounted(parsed)
+    assert parsed.rejects.height == 4
+    assert parsed.rejects["reason"].str.contains("--boot-time").all()
+    # the two wrapped lines have nothing to inherit from: dated at ingest, never dropped
+    assert parsed.observations["ts_source"].to_list() == ["ingest", "ingest"]
+
+
+def test_kmsg_with_boot_time_converts_monotonic_stamps():
+    boot = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    parsed = read_log_file(FIXTURES / "dmesg-gpu.txt", boot_time=boot, default_node="gpu-9")
+    accounted(parsed)
+    assert parsed.rejects.height == 0
+    obs = parsed.observations
+    assert obs["ts"][0] == datetime(2026, 11, 30, 10, 1, 24, 300451, tzinfo=UTC)
+    assert obs["ts_source"].to_list() == ["monotonic"] * 4 + ["inferred"] * 2
+    assert obs["ts"][5] == datetime(2026, 11, 30, 10, 30, 43, 308145, tzinfo=UTC)
+    assert obs["message"][3] == "NVRM: The NVIDIA GPU 0000:b3:00.0"
+    assert set(obs["node"]) == {"gpu-9"} and set(obs["program"]) == {"kernel"}
+
+
+def test_kmsg_detects_boot_time_from_a_syslog_kernel_line(tmp_path):
+    lines = [
+        SYSLOG_3164[0][0],  # Dec  2 11:38:27 … kernel: [  199.234935] …
+        "[  200.234935] " + FALLEN_OFF[0],
+    ]
+    parsed = read_log_file(write(tmp_path / "kern.txt", lines), source="kmsg", year=2026)
+    accounted(parsed)
+    assert parsed.observations["ts"].to_list() == [
+        datetime(2026, 12, 2, 11, 38, 27, tzinfo=UTC), datetime(2026, 12, 2, 11, 38, 28, tzinfo=UTC),
+    ]
+    assert parsed.observations["ts_source"].to_list() == ["line", "monotonic"]
+
+
+def test_dmesg_wall_clock_formats_and_relative_stamps(tmp_path):
+    lines = [DMESG_T[0], DMESG_ISO[0], RAW_KMSG[0], DMESG_DELTA[0]]
+    parsed = read_log_file(write(tmp_path / "dmesg.txt", lines), boot_time=datetime(2026, 1, 1))
+    assert parsed.source == "kmsg"
+    accounted(parsed)
+    obs = parsed.observations
+    assert obs["ts"].to_list() == [
+        datetime(2025, 2, 23, 16, 24, 18, tzinfo=UTC),
+        datetime(2025, 1, 21, 4, 41, 44, 283390, tzinfo=UTC),
+        datetime(2026, 1, 1, 0, 3, 26, 764307, tzinfo=UTC),
+    ]
+    assert obs["message"][1].startswith("NVRM: Xid (PCI:0000:38:00): 13,")
+    assert obs["message"][2] == "nvidia-nvswitch2: open (major=510)"
+    assert "dmesg -T" in parsed.rejects["reason"][0]
+
+
+def test_app_prefixes_ranks_nccl_host_and_stamps():
+    parsed = read_log_file(FIXTURES / "slurm-4242.out", year=2026)
+    assert parsed.source == "app"
+    accounted(parsed)
+    assert parsed.rejects.height == 0
+    obs = parsed.observations
+    assert obs["rank"].to_list() == [None, 0, 4, 5, 7, None, None]
+    assert obs["node"].to_list() == [None, None, None, "kp-ddp-worker-0", None, None, None]
+    assert obs["program"].to_list() == [None, None, None, "nccl", None, "slurmstepd", "srun"]
+    assert obs["message"][1].startswith("[PG 1 Rank 0] Exception (either an error or timeout)")
+    assert obs["message"][3].startswith("ib_plugin.c:1615 NCCL WARN NET/IB : Got completion")
+    assert obs["message"][4].startswith("iteration   42784/ 115311")
+    stamp = datetime(2026, 12, 6, 18, 44, 12, 715588, tzinfo=UTC)
+    # the traceback before the first stamp takes the next stamp; later lines inherit
+    assert obs["ts"][0] == stamp and obs["ts"][1] == stamp
+    assert obs["ts_source"].to_list() == ["inferred", "line", "line"] + ["inferred"] * 4
+
+
+def test_app_timestamp_styles_and_broken_prefixes(tmp_path):
+    lines = [
+        PY_LOGGING[0], GLOG_SIGTERM[0], TF_ISO[0], PID_RANK[0],
+        "[2026-13-45 15:32:38,123] " + CUDA_OOM[0],
+        "[rank]: " + CUDA_OOM[0],
+    ]
+    parsed = read_log_file(write(tmp_path / "train.log", lines), year=2026, source="app")
+    accounted(parsed)
+    obs = parsed.observations
+    assert obs["ts"].to_list() == [
+        datetime(2024, 5, 8, 8, 47, 31, 877000, tzinfo=UTC),
+        datetime(2026, 7, 26, 10, 59, 50, 786825, tzinfo=UTC),
+        datetime(2019, 2, 19, 13, 19, 12, 200064, tzinfo=UTC),
+        datetime(2026, 6, 2, 11, 18, 52, 536602, tzinfo=UTC),  # PyTorch's unpadded month: E602
+    ]
+    assert obs["message"][1] == "Sending process 147865 closing signal SIGTERM"
+    assert obs["message"][3].startswith("[PG ID 1 PG GUID 1 Rank 4] Process group watchdog")
+    assert obs["rank"][3] == 4
+    assert sorted(parsed.rejects["reason"].str.slice(0, 20)) == ["invalid date in the ", "torchrun prefix with"]
+
+
+def test_kubectl_timestamps_and_container_prefixes(tmp_path):
+    lines = [
+        f"2026-11-30T15:32:38.123456789Z [default0]:[rank0]: {CUDA_OOM[0]}",
+        f"2026-11-30T15:32:39.000000001Z {ECC[0]}",
+        "2026-11-30T15:32:39.500000000Z",
+        ECC[0],
+    ]
+    parsed = read_log_file(write(tmp_path / "pod.log", lines), default_node="pod-w0")
+    assert parsed.source == "kubectl"
+    accounted(parsed)
+    obs = parsed.observations
+    assert obs["ts"][0] == datetime(2026, 11, 30, 15, 32, 38, 123456, tzinfo=UTC)
+    assert obs["rank"].to_list() == [0, None, None]
+    assert obs["message"].to_list() == [CUDA_OOM[0], ECC[0], ""]
+    assert set(obs["node"]) == {"pod-w0"}
+    assert "kubectl logs --timestamps" in parsed.rejects["reason"][0]
+
+
+def test_gzip_is_read_by_magic_and_bad_utf8_is_replaced(tmp_path):
+    body = (SYSLOG_3164[2][0] + "\n").encode() + b"Feb 14 05:03:42 gpu-1 kernel: bad \xff\xfe bytes\n"
+    (tmp_path / "kern.log.gz").write_bytes(gzip.compress(body))
+    (tmp_path / "rotated.1").write_bytes(gzip.compress(body))
+    for name in ("kern.log.gz", "rotated.1"):
+        parsed = read_log_file(tmp_path / name, year=2026)
+        assert parsed.source == "syslog"
+        assert parsed.observations["message"].to_list() == [MLX5_LINK[0], "bad \ufffd\ufffd bytes"]
+
+
+def test_detection_per_format(tmp_path):
+    cases = {
+        "syslog": [line for line, _ in SYSLOG_3164],
+        "kmsg": [line for line, _ in DMESG_GPU],
+        "app": [line for line, _ in SLURM_4242],
+        "kubectl": [f"2026-11-30T15:32:39.000000001Z {ECC[0]}"],
+        "journald": [json.dumps({"__REALTIME_TIMESTAMP": "1", "MESSAGE": ECC[0]})],
+    }
+    for expected, lines in cases.items():
+        frame = pl.DataFrame({"seq": range(1, len(lines) + 1), "line": lines})
+        assert detect_source(frame) == expected
+
+
+def test_bad_inputs_raise_clear_errors(tmp_path):
+    with pytest.raises(FilesError, match=r"did you mean 'syslog'\? Valid sources: app, journald"):
+        read_log_file(FIXTURES / "dmesg-gpu.txt", source="sylog")
+    with pytest.raises(FilesError, match=r"nope\.log: no such file; check the path"):
+        read_log_file(tmp_path / "nope.log")

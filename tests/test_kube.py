@@ -1,0 +1,206 @@
+"""Kueue workloads → attempts, and pod logs → observations.
+
+Kueue tests read Workload/Pod JSON in the real API shape (``tests/fixtures/kube/``, see its
+README). No real Kubernetes runs here: the pod-log tests serve the Kubernetes API's
+``/api/v1/namespaces/{ns}/pods/{pod}/log`` (``text/plain``) and the pod object from a small
+``http.server`` on 127.0.0.1 started by the test.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import urllib.parse
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ingest.connectors.base import ConnectorError, FetchWindow
+from ingest.connectors.kube import KueueConnector, KueueOptions, PodLogsConnector, PodLogsOptions
+from ingest.lake import Lake
+from ingest.schema import ATTEMPTS, OBSERVATIONS, REJECTS, STATES
+
+FIXTURES = Path(__file__).parent / "fixtures" / "kube"
+
+
+def _utc(*args) -> datetime:
+    return datetime(*args, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def attempts() -> pl.DataFrame:
+    opts = KueueOptions(workloads_file=FIXTURES / "workloads.json", pods_file=FIXTURES / "pods.json")
+    batches = list(KueueConnector(opts, cluster="k1").fetch(None))
+    assert len(batches) == 1 and batches[0].table == "attempts" and batches[0].fetched == 4
+    return batches[0].rows
+
+
+def _by_id(rows: pl.DataFrame) -> dict[str, dict]:
+    return {r["attempt_id"]: r for r in rows.iter_rows(named=True)}
+
+
+def test_attempt_rows_have_the_attempts_columns(attempts):
+    assert attempts.columns == ATTEMPTS.names
+    assert set(attempts["state"]) <= set(STATES)
+    assert attempts["scheduler"].unique().to_list() == ["kueue"]
+
+
+def test_eviction_then_oom_gives_two_attempts(attempts):
+    rows = _by_id(attempts)
+    first = rows["kueue/k1/ml/job-train-llama-5d8f2/0"]
+    second = rows["kueue/k1/ml/job-train-llama-5d8f2/1"]
+    assert first["state"] == "preempted" and first["raw_state"] == "Evicted:Preempted"
+    # Readmitted: the Evicted condition is False again and no longer dates the eviction.
+    assert first["end_ts"] is None and first["nodes"] == []
+    assert second["attempt_index"] == 1
+    assert second["state"] == "out_of_memory" and second["raw_state"] == "Finished:Failed"
+    assert second["start_ts"] == _utc(2026, 11, 30, 14, 20)
+    assert second["end_ts"] == _utc(2026, 11, 30, 15, 32, 41)
+    assert second["exit_code"] == 137 and second["signal"] == 9
+    assert second["nodes"] == ["gpu-node-001", "gpu-node-002"] and second["n_nodes"] == 2
+    assert second["job_id"] == "ml/train-llama" and second["job_name"] == "train-llama"
+    assert second["partition"] == "team-a"
+    assert second["submit_ts"] == _utc(2026, 11, 30, 14)
+    assert second["origin"].endswith("workloads.json#ml/job-train-llama-5d8f2")
+
+
+def test_success_is_completed_with_its_node(attempts):
+    row = _by_id(attempts)["kueue/k1/ml/job-bert-ft-9a1b3/0"]
+    assert row["state"] == "completed" and row["exit_code"] is None and row["signal"] is None
+    assert row["nodes"] == ["gpu-node-003"]
+
+
+def test_requeued_after_pods_ready_timeout_without_scheduling_stats(attempts):
+    rows = attempts.filter(pl.col("job_id") == "ml/eval").sort("attempt_index")
+    assert rows["attempt_index"].to_list() == [0, 1]
+    assert rows["state"].to_list() == ["preempted", "preempted"]
+    assert rows["raw_state"].to_list() == ["Evicted:PodsReadyTimeout"] * 2
+    assert rows["end_ts"].to_list() == [None, _utc(2026, 11, 30, 12, 40)]
+
+
+def test_pod_deleted_by_taint_manager_means_node_failure(attempts):
+    row = _by_id(attempts)["kueue/k1/ml/job-pretrain-0f3e9/0"]
+    assert row["state"] == "node_fail"
+    assert row["exit_code"] == 143 and row["signal"] == 15
+    assert row["nodes"] == ["gpu-node-004", "gpu-node-005"] and row["end_ts"] is None
+
+
+def test_attempts_land_and_relanding_is_idempotent(attempts, tmp_path):
+    lake = Lake(tmp_path / "lake")
+    lake.land("attempts", attempts, cluster="k1")
+    lake.land("attempts", attempts, cluster="k1")
+    assert lake.scan("attempts").collect().height == attempts.height == 6
+
+
+def test_workloads_without_pods_still_give_attempts():
+    opts = KueueOptions(workloads_file=FIXTURES / "workloads.json")
+    rows = next(KueueConnector(opts, cluster="k1").fetch(None)).rows
+    second = _by_id(rows)["kueue/k1/ml/job-train-llama-5d8f2/1"]
+    assert second["state"] == "failed" and second["nodes"] == [] and second["exit_code"] is None
+
+
+def test_not_a_list_is_a_clear_error(tmp_path):
+    bad = tmp_path / "wl.json"
+    bad.write_text(json.dumps({"items": "nope"}))
+    with pytest.raises(ConnectorError, match="not a Kubernetes list"):
+        next(KueueConnector(KueueOptions(workloads_file=bad), cluster="k1").fetch(None))
+
+
+# --- pod logs -------------------------------------------------------------------------
+
+# Lines as `kubectl logs --timestamps` prints them; the texts are real PyTorch/NCCL lines:
+# https://github.com/pytorch/pytorch/issues/74235 (watchdog) and
+# https://github.com/NVIDIA/nccl/issues/2241 (NCCL WARN).
+LOG = (
+    "2026-11-30T15:32:38.123456789Z [rank3]:[E1130 15:32:38.123 ProcessGroupNCCL.cpp:1575] "
+    "[PG 0 Rank 3] Process group watchdog thread terminated with exception\n"
+    "continuation line without a stamp\n"
+    "2026-11-30T15:32:39.000000001Z NCCL WARN NET/IB : Got completion from peer with error 12\n"
+)
+
+
+@pytest.fixture
+def kube_api():
+    """A stand-in Kubernetes API on 127.0.0.1: the pod object and its log (text/plain)."""
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 — http.server API
+            parsed = urllib.parse.urlsplit(self.path)
+            seen.append({"path": parsed.path, "query": dict(urllib.parse.parse_qsl(parsed.query)),
+                         "auth": self.headers.get("Authorization")})
+            if self.headers.get("Authorization") != "Bearer kube-secret-token":
+                status, ctype, body = 401, "application/json", json.dumps({
+                    "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                    "message": "Unauthorized", "reason": "Unauthorized", "code": 401}).encode()
+            elif parsed.path == "/api/v1/namespaces/ml/pods/train-llama-0-x7k2p/log":
+                status, ctype, body = 200, "text/plain", LOG.encode()
+            elif parsed.path == "/api/v1/namespaces/ml/pods/train-llama-0-x7k2p":
+                status, ctype = 200, "application/json"
+                body = json.dumps({"kind": "Pod", "spec": {"nodeName": "gpu-node-001"}}).encode()
+            else:
+                status, ctype, body = 404, "application/json", b'{"kind":"Status","code":404}'
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_pod_log_lines_become_observations(kube_api, monkeypatch, tmp_path):
+    url, seen = kube_api
+    monkeypatch.setenv("KUBE_TOKEN", "kube-secret-token")
+    opts = PodLogsOptions(url=url, namespace="ml", pod="train-llama-0-x7k2p", container="trainer",
+                          previous=True, attempt_id="kueue/k1/ml/job-train-llama-5d8f2/1")
+    batches = list(PodLogsConnector(opts, cluster="k1").fetch(None))
+    obs, rejects = batches
+    assert obs.source == "k8s" and obs.rows.columns == OBSERVATIONS.names
+    assert obs.rows["ts"].to_list() == [_utc(2026, 11, 30, 15, 32, 38, 123456), _utc(2026, 11, 30, 15, 32, 39)]
+    assert obs.rows["message"][1] == "NCCL WARN NET/IB : Got completion from peer with error 12"
+    assert obs.rows["node"].unique().to_list() == ["gpu-node-001"]
+    assert obs.rows["program"][0] == "trainer" and obs.rows["seq"].to_list() == [1, 3]
+    assert obs.rows["origin"][1].endswith(":3") and "previous=true" in obs.rows["origin"][1]
+    assert rejects.table == "rejects" and rejects.rows.columns == REJECTS.names
+    assert rejects.rows["raw"].to_list() == ["continuation line without a stamp"]
+    log_request = seen[-1]
+    assert log_request["query"] == {"timestamps": "true", "container": "trainer", "previous": "true"}
+    lake = Lake(tmp_path / "lake")
+    lake.land("observations", obs.rows, cluster="k1", input_id=obs.input_id, source="k8s")
+    lake.land("rejects", rejects.rows, cluster="k1", input_id=rejects.input_id)
+    assert lake.scan("observations", sources=["k8s"]).collect().height == 2
+
+
+def test_pod_log_window_keeps_lines_inside_it(kube_api, monkeypatch):
+    url, _ = kube_api
+    monkeypatch.setenv("KUBE_TOKEN", "kube-secret-token")
+    opts = PodLogsOptions(url=url, namespace="ml", pod="train-llama-0-x7k2p", node="gpu-node-001")
+    window = FetchWindow(start=_utc(2026, 11, 30, 15, 32, 39), end=_utc(2026, 11, 30, 16))
+    obs = next(PodLogsConnector(opts, cluster="k1").fetch(window))
+    assert obs.rows.height == 1 and obs.rows["message"][0].startswith("NCCL WARN")
+
+
+def test_wrong_token_is_reported_without_the_token(kube_api, monkeypatch, caplog):
+    url, seen = kube_api
+    monkeypatch.setenv("KUBE_TOKEN", "not-the-right-token-123")
+    caplog.set_level(logging.DEBUG)
+    opts = PodLogsOptions(url=url, namespace="ml", pod="train-llama-0-x7k2p", node="n")
+    with pytest.raises(ConnectorError, match="HTTP 401.*token_env") as err:
+        list(PodLogsConnector(opts, cluster="k1").fetch(None))
+    assert seen[0]["auth"] == "Bearer not-the-right-token-123"
+    assert "not-the-right-token-123" not in str(err.value)
+    assert all("not-the-right-token-123" not in r.getMessage() for r in caplog.records)
