@@ -29,7 +29,9 @@ app = typer.Typer(
 ingest_app = typer.Typer(help="Land inputs into the lake.", no_args_is_help=True)
 rules_app = typer.Typer(help="Check the rule pack.", no_args_is_help=True)
 app.add_typer(ingest_app, name="ingest")
+bench_app = typer.Typer(help="Accuracy and performance benchmarks on a simulated fleet.", no_args_is_help=True)
 app.add_typer(rules_app, name="rules")
+app.add_typer(bench_app, name="bench")
 
 # Outside a terminal (pipes, CI logs) rich would wrap at 80 columns; verdict tables need more.
 out = Console(width=None if sys.stdout.isatty() else 200)
@@ -325,3 +327,48 @@ def query(
         raise ValueError("give --lake DIR")
     frame = queries.run_query(lake, name, queries.parse_params(param or []))
     queries.write(frame, fmt, output, out)
+
+
+@app.command()
+@handle_errors
+def simulate(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the raw inputs and truth.")],
+    attempts: Annotated[int, typer.Option("--attempts", help="Attempts to simulate.", min=1)] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same bytes).")] = 0,
+) -> None:
+    """Write a simulated fleet in real formats plus its ground truth."""
+    from benchmarks.simulate import simulate as run_simulation
+
+    report = run_simulation(out_dir, attempts, seed=seed)
+    err.print(f"{report.attempts} attempts, {report.lines} lines in {report.files} files under {report.out}")
+
+
+@bench_app.command("accuracy")
+@handle_errors
+def bench_accuracy(
+    out_file: Annotated[Path, typer.Option("--out", help="Write the figures here (JSON).")],
+    attempts: Annotated[int, typer.Option("--attempts", help="Attempts to simulate.", min=10)] = 2000,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed.")] = 0,
+) -> None:
+    """Simulate → ingest → attribute → score against the truth (and the real incidents)."""
+    from benchmarks.accuracy import bench_accuracy as run_accuracy
+
+    figures = run_accuracy(attempts, seed, out_file)
+    keys = ("domain_accuracy", "cause_accuracy", "culprit_node_precision", "culprit_node_recall",
+            "culprit_node_f1", "ambiguous_flagged")
+    out.print(render.summary_table(pl.DataFrame([{k: figures.get(k) for k in keys}]), f"accuracy ({out_file})"))
+
+
+@bench_app.command("perf")
+@handle_errors
+def bench_perf(
+    attempts: Annotated[int, typer.Option("--attempts", help="Attempts to simulate.", min=10)],
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write the figures here (JSON).")] = None,
+) -> None:
+    """Time every stage (simulate, ingest, extract, correlate, decide, write)."""
+    import json
+
+    from benchmarks.perf import bench_perf as run_perf
+
+    figures = run_perf(attempts, out_file)
+    sys.stdout.write(json.dumps(figures, indent=2, sort_keys=True, default=str) + "\n")

@@ -52,10 +52,52 @@ def attach_events(
         attempts.select(ATTEMPT_COLUMNS), on=["cluster", "attempt_id"], how="inner"
     )
     columns = events.columns + [c for c in ATTEMPT_COLUMNS if c not in events.columns]
+    attached = pl.concat([on_nodes.select(columns), app_events.select(columns)])
     return (
-        pl.concat([on_nodes.select(columns), app_events.select(columns)])
+        add_time_bounds(attached, timedelta(seconds=config.seconds("clock_skew")))
         .with_columns(pl.lit(None, dtype=pl.String).alias("caused_by"))
         .sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
+    )
+
+
+PRECISE_TS = ("line", "monotonic")
+"""``ts_source`` values that say when the line was printed (not a lower bound)."""
+
+
+def add_time_bounds(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
+    """Add ``ts_hi``: the latest moment each event can have happened.
+
+    A line stamped by its writer happened at ``ts``. A line that inherited the previous
+    stamp of its file (``inferred``) or got the ingest time happened at ``ts`` or later,
+    but before the next stamped event of the same file, and before the attempt ended.
+    Ordering roots by ``ts_hi`` lets precisely stamped kernel evidence win over unstamped
+    application lines that merely inherited an early stamp.
+    """
+    located = events.with_columns(
+        pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
+        pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"),
+        pl.col("ts_source").is_in(PRECISE_TS).fill_null(False).alias("_precise"),
+    )
+    stamped = (
+        located.filter(pl.col("_precise") & pl.col("_line").is_not_null())
+        .select("attempt_id", "_file", "_line", pl.col("ts").alias("_next_ts"))
+        .sort("_line")
+    )
+    with_line = located.filter(pl.col("_line").is_not_null()).sort("_line").join_asof(
+        stamped, on="_line", by=["attempt_id", "_file"], strategy="forward", allow_exact_matches=False,
+        check_sortedness=False,
+    )
+    without_line = located.filter(pl.col("_line").is_null()).with_columns(
+        pl.lit(None, dtype=located.schema["ts"]).alias("_next_ts")
+    )
+    latest = pl.min_horizontal(pl.col("_next_ts"), pl.col("end_ts") + skew)
+    return (
+        pl.concat([with_line, without_line])
+        .with_columns(
+            pl.when(pl.col("_precise")).then(pl.col("ts"))
+            .otherwise(pl.max_horizontal(pl.col("ts"), latest)).alias("ts_hi")
+        )
+        .drop("_file", "_line", "_precise", "_next_ts")
     )
 
 
@@ -80,13 +122,14 @@ def _pairs(
 ) -> pl.DataFrame:
     """Pairs (first event, second event) in the same scope satisfying ``extra_filter``.
 
-    Columns of the first side are suffixed ``_a``; the filter may use ``ts_a``/``ts``.
+    Columns of the first side are suffixed ``_a``; the filter may use ``ts``/``ts_hi`` of
+    both sides.
     """
     keys = SCOPE_KEYS[scope]
     left = events.filter(selector_expr(first)).select(
-        keys + [pl.col("event_id").alias("event_id_a"), pl.col("ts").alias("ts_a")]
+        keys + [pl.col("event_id").alias("event_id_a"), pl.col("ts").alias("ts_a"), pl.col("ts_hi").alias("ts_hi_a")]
     )
-    right = events.filter(selector_expr(second)).select(keys + ["event_id", "ts"])
+    right = events.filter(selector_expr(second)).select(keys + ["event_id", "ts", "ts_hi"])
     return (
         right.join(left, on=keys, how="inner", nulls_equal=False)
         .filter(pl.col("event_id") != pl.col("event_id_a"))
@@ -111,7 +154,9 @@ def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule]) -> pl.DataFr
         roots = rule.root.model_copy(update={"roles": ["root_candidate"]}) if not rule.root.roles else rule.root
         pairs = _pairs(
             events, roots, rule.cascade, rule.scope,
-            (pl.col("ts") >= pl.col("ts_a") - before) & (pl.col("ts") <= pl.col("ts_a") + window),
+            # Either event may be only bounded in time (see add_time_bounds): a cascade
+            # counts when the intervals allow it to follow the root within the window.
+            (pl.col("ts_hi") >= pl.col("ts_a") - before) & (pl.col("ts") <= pl.col("ts_hi_a") + window),
         )
         links.append(pairs.select("attempt_id", "event_id", "event_id_a", "ts_a"))
     link = (
@@ -142,7 +187,7 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule]) -> pl.Da
         over = rule.over.model_copy(update={"roles": ["root_candidate"]}) if not rule.over.roles else rule.over
         pairs = _pairs(
             events, rule.prefer, over, rule.scope,
-            (pl.col("ts") - pl.col("ts_a")).abs() <= window,
+            (pl.col("ts_hi") >= pl.col("ts_a") - window) & (pl.col("ts") <= pl.col("ts_hi_a") + window),
         )
         links.append(pairs.select("attempt_id", "event_id", "event_id_a", "ts_a"))
     link = (

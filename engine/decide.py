@@ -65,14 +65,17 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
     """
     skew = timedelta(seconds=config.seconds("clock_skew"))
     tie = timedelta(seconds=config.seconds("tie_window"))
+    # Order by the latest moment each candidate can have happened (``ts_hi``): a precisely
+    # stamped line beats an unstamped one that only inherited an earlier stamp.
     candidates = (
         events.filter((pl.col("role") == "root_candidate") & (pl.col("ts") <= pl.col("end_ts") + skew))
-        .sort(["attempt_id", "ts", "node", "rule_id", "event_id"], nulls_last=True)
+        .sort(["attempt_id", "ts_hi", "ts", "node", "rule_id", "event_id"], nulls_last=True)
     )
     first = candidates.group_by("attempt_id", maintain_order=True).first().select(
         "attempt_id",
         pl.col("event_id").alias("root_event_id"),
         pl.col("ts").alias("root_ts"),
+        pl.col("ts_hi").alias("root_ts_hi"),
         pl.col("node").alias("root_node"),
         pl.col("domain").alias("root_domain"),
         pl.col("cause").alias("root_cause"),
@@ -81,7 +84,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
     near = candidates.join(first, on="attempt_id").with_columns(
         same_node=pl.col("node").is_not_null() & (pl.col("node") == pl.col("root_node")).fill_null(False)
     ).filter(
-        pl.col("ts") - pl.col("root_ts") <= pl.when(pl.col("same_node")).then(pl.lit(tie)).otherwise(pl.lit(skew))
+        pl.col("ts_hi") - pl.col("root_ts_hi") <= pl.when(pl.col("same_node")).then(pl.lit(tie)).otherwise(pl.lit(skew))
     )
     culprits = (
         near.filter(pl.col("domain") == pl.col("root_domain"))
@@ -104,7 +107,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
         first.join(culprits, on="attempt_id", how="left")
         .join(alternatives, on="attempt_id", how="left")
         .rename({"root_domain": "domain", "root_cause": "cause"})
-        .drop("root_node")
+        .drop("root_node", "root_ts_hi")
     )
 
 

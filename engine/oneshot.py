@@ -128,7 +128,7 @@ def diagnose(
     else:
         counts.add_files(land_log_files(
             lake, paths, cluster=DIAGNOSE_CLUSTER, source=source, attempt_id=DIAGNOSE_ATTEMPT,
-            year=year, boot_time=boot_time,
+            year=year, boot_time=boot_time, end_at_ingest=True,
         ))
         counts.attempts = 1
         _land_implied_attempt(lake)
@@ -141,7 +141,7 @@ def _land_implied_attempt(lake: Lake) -> None:
     span = lake.scan("observations").select(
         pl.col("ts").min().alias("start_ts"),
         pl.col("ts").max().alias("end_ts"),
-        pl.col("node").drop_nulls().unique().sort().alias("nodes"),
+        pl.col("node").drop_nulls().unique().sort().implode().alias("nodes"),
     ).collect()
     start, end, nodes = span.row(0)
     if start is None:
@@ -154,6 +154,6 @@ def _land_implied_attempt(lake: Lake) -> None:
         "state": ["failed"], "exit_code": [None], "signal": [None], "nodes": [nodes or []],
         "n_nodes": [len(nodes or [])], "ranks_per_node": [None], "gpus_per_node": [None],
         "origin": ["diagnose"],
-    }, schema_overrides={"job_name": pl.String, "user": pl.String, "partition": pl.String,
+    }, schema_overrides={"nodes": pl.List(pl.String), "job_name": pl.String, "user": pl.String, "partition": pl.String,
                          "exit_code": pl.Int32, "signal": pl.Int32, "ranks_per_node": pl.Int32,
                          "gpus_per_node": pl.Int32}), cluster=DIAGNOSE_CLUSTER)

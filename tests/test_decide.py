@@ -193,3 +193,26 @@ def test_deterministic_regardless_of_input_order():
     first, _ = attribute(att, ev, full_coverage(att), pack(), EngineConfig())
     second, _ = attribute(att.reverse(), ev.reverse(), full_coverage(att).reverse(), pack(), EngineConfig())
     assert first.equals(second)
+
+
+def test_unstamped_app_line_does_not_beat_a_stamped_kernel_line():
+    """An NCCL error line without a stamp inherits the job's first stamp: it can have been
+    printed any time until the next stamped line, so the stamped link-down wins."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]}, {"attempt_id": "b", "nodes": ["n3"]})
+    ev = events(
+        {"node": "n1", "attempt_id": "a", "source": "app", "event": "ib_retry", "domain": "network",
+         "cause": "network.transport_retry_exceeded", "ts": at(1), "ts_source": "inferred", "origin": "job.out:7"},
+        {"node": "n2", "event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(40),
+         "port": "mlx5_1:1"},
+        # In b the stamped line after the unstamped one bounds it: the unstamped error is first.
+        {"node": "n3", "attempt_id": "b", "source": "app", "event": "oom", "domain": "workload",
+         "cause": "workload.cuda_oom", "ts": at(1), "ts_source": "inferred", "origin": "b.out:3"},
+        {"node": "n3", "attempt_id": "b", "source": "app", "event": "nccl_timeout", "role": "cascade",
+         "domain": "network", "ts": at(2), "origin": "b.out:9"},
+        {"node": "n3", "event": "xid", "domain": "gpu", "cause": "gpu.xid", "ts": at(30), "origin": "sys:1"},
+    )
+    v, correlated = verdict(att, ev)
+    assert (v["a"]["cause"], v["a"]["culprit_nodes"]) == ("network.link_down", ["n2"])
+    assert v["b"]["cause"] == "workload.cuda_oom"
+    bounds = correlated.filter(pl.col("origin") == "b.out:3").select("ts", "ts_hi").row(0)
+    assert bounds == (at(1), at(2))

@@ -55,7 +55,7 @@ def test_slurm_output_is_tied_to_its_attempt_with_ranks_on_nodes(tmp_path):
         "nodes": ["gpu-a", "gpu-b"], "n_nodes": 2, "ranks_per_node": 4,
     }])
     report = land_log_files(lake, [FIXTURES / "slurm-4242.out"], cluster=CLUSTER, year=2026)
-    assert report.files[0].attempt_id == "slurm/c1/4242/0"
+    assert report.files[0].attempt_ids == ("slurm/c1/4242/0",)
     obs = observations(lake)
     assert set(obs["attempt_id"]) == {"slurm/c1/4242/0"}
     assert set(obs["source"]) == {"app"}
@@ -80,7 +80,7 @@ def test_requeued_job_picks_the_attempt_holding_the_lines_else_the_last(tmp_path
     stampless.parent.mkdir()
     stampless.write_text(OOM_KILL[0] + "\n")
     report = land_log_files(lake, [first, stampless], cluster=CLUSTER, year=2026)
-    assert [f.attempt_id for f in report.files] == ["slurm/c1/77/0", "slurm/c1/77/1"]
+    assert [f.attempt_ids for f in report.files] == [("slurm/c1/77/0",), ("slurm/c1/77/1",)]
     obs = observations(lake)
     assert obs.filter(pl.col("attempt_id") == "slurm/c1/77/0")["node"].to_list() == ["gpu-a"]
     # no stamp anywhere in the file: the line is dated at the attempt start, not ingest
@@ -140,3 +140,29 @@ def test_bad_inputs_fail_before_anything_lands(tmp_path):
         with pytest.raises(FilesError, match=message):
             land_log_files(lake, paths, cluster=CLUSTER, **options)
     assert not lake.root.exists()
+
+
+def test_appended_output_of_a_requeued_job_is_split_by_attempt(tmp_path):
+    """With ``--open-mode=append`` (or ``JobFileAppend=1``) one ``slurm-%j.out`` holds every
+    attempt of a requeued job: each line goes to the attempt that had started by then."""
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [
+        {"attempt_id": "slurm/c1/88/0", "job_id": "88", "attempt_index": 0,
+         "start_ts": ts(2026, 12, 6, 17, 0), "end_ts": ts(2026, 12, 6, 18, 0),
+         "nodes": ["gpu-a"], "n_nodes": 1, "ranks_per_node": 8},
+        {"attempt_id": "slurm/c1/88/1", "job_id": "88", "attempt_index": 1,
+         "start_ts": ts(2026, 12, 6, 18, 30), "end_ts": ts(2026, 12, 6, 19, 0),
+         "nodes": ["gpu-c"], "n_nodes": 1, "ranks_per_node": 8},
+    ])
+    out = tmp_path / "slurm-88.out"
+    body = WATCHDOG_R3[0].split("] ", 1)[1]
+    out.write_text(
+        f"[rank3]:[E1206 17:10:00.000000001 ProcessGroupNCCL.cpp:607] {body}\n"
+        "unstamped line of the first attempt\n"
+        f"[rank3]:[E1206 18:40:00.000000001 ProcessGroupNCCL.cpp:607] {body}\n"
+    )
+    report = land_log_files(lake, [out], cluster=CLUSTER, year=2026)
+    assert report.files[0].attempt_ids == ("slurm/c1/88/0", "slurm/c1/88/1")
+    obs = observations(lake).sort("seq")
+    assert obs["attempt_id"].to_list() == ["slurm/c1/88/0", "slurm/c1/88/0", "slurm/c1/88/1"]
+    assert obs["node"].to_list() == ["gpu-a", None, "gpu-c"]

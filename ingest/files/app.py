@@ -43,7 +43,7 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
     frame = peel(frame, "_after_stamp", NCCL_HOST, "_message")
     frame = frame.with_columns(
         pl.col("gmon").cast(pl.Int32).alias("_month"),
-        pl.format("{} {}", pl.col("gday"), pl.col("gtime")).alias("_rest"),
+        pl.concat_str([pl.col("gday"), pl.col("gtime")], separator=" ").alias("_rest"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_glog_ts"))
     ts = pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso")))

@@ -6,7 +6,7 @@ result must keep every input row, in order, with these columns:
 
 * ``seq`` — unchanged;
 * ``ts`` — ``Datetime("us", "UTC")`` printed on (or derived from) the line, null if none;
-* ``ts_kind`` — ``"line"`` or ``"monotonic"`` where ``ts`` is set, else null;
+* ``ts_kind`` — ``"line"``, ``"monotonic"`` or ``"ingest"`` where ``ts`` is set, else null;
 * ``node``, ``program``, ``message`` — String (``message`` = text after every prefix);
 * ``rank`` — Int32, the global rank a launcher prefix names;
 * ``reason`` — null when the line parsed, else why it goes to ``rejects``.
@@ -51,7 +51,9 @@ class ParseContext:
 
     ``year`` is the year of the first year-less stamp (``None``: anchor the last one to
     ``mtime``); ``boot_time`` converts kernel monotonic stamps; ``default_node`` is the
-    node of lines that do not name one.
+    node of lines that do not name one. ``end_at_ingest`` lets a kernel log without any
+    boot time be placed as if its last line was written at ``ingest_time`` (one-shot
+    diagnosis of a pasted ``dmesg``: the order is exact, the wall time a guess).
     """
 
     path: Path
@@ -59,6 +61,8 @@ class ParseContext:
     year: int | None
     boot_time: datetime | None
     default_node: str | None
+    ingest_time: datetime | None = None
+    end_at_ingest: bool = False
 
 
 def read_lines(path: Path) -> tuple[pl.DataFrame, int]:
@@ -127,8 +131,8 @@ def stamps_without_year(
     )
 
     def build(years: pl.Expr) -> pl.Expr:
-        text = pl.format(
-            "{}-{}-{}", years, pl.col("_m").cast(pl.String).str.zfill(2), pl.col("_rest")
+        text = pl.concat_str(
+            [years.cast(pl.String), pl.col("_m").cast(pl.String).str.zfill(2), pl.col("_rest")], separator="-"
         )
         return text.str.to_datetime(
             "%Y-%m-%d %H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False

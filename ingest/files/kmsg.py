@@ -6,14 +6,15 @@ Monotonic stamps (``[  1234.567890]``, the µs field of ``/dev/kmsg``) become wa
 with the boot time: the one given, else one read from the file itself — a syslog-wrapped
 kernel line (``Nov 30 15:32:38 host kernel: [  199.234935] …``) carries both clocks. These
 lines get ``ts_source="monotonic"``; without any boot time they are rejected with a reason
-saying how to fix it. ``dmesg -T`` and ISO stamps are wall time already. Lines without a
+saying how to fix it (or, for one-shot diagnosis, placed as if the last line was written at
+ingest time, ``ts_source="ingest"``). ``dmesg -T`` and ISO stamps are wall time already. Lines without a
 stamp (wrapped continuations) inherit the previous one; a line whose bracket stamp cannot be
 read (``dmesg -d`` deltas such as ``[  +0.000004]``) is rejected.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import polars as pl
 
@@ -56,12 +57,15 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     frame = peel(frame, "line", SYSLOG_KERNEL, "smsg")
     frame = frame.with_columns(
         month_number(pl.col("smon")).alias("_month"),
-        pl.format("{} {}", pl.col("sday").str.zfill(2), pl.col("stime")).alias("_rest"),
+        pl.concat_str([pl.col("sday").str.zfill(2), pl.col("stime")], separator=" ").alias("_rest"),
         pl.coalesce(_seconds_to_us(pl.col("mono")), pl.col("usec").cast(pl.Int64)).alias("_mono_us"),
         _seconds_to_us(pl.col("smono")).alias("_smono_us"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_sys_ts"))
     boot = ctx.boot_time or _boot_time_from(frame)
+    guessed = boot is None and ctx.end_at_ingest and frame["_mono_us"].max() is not None
+    if guessed:
+        boot = ctx.ingest_time - timedelta(microseconds=frame["_mono_us"].max())
     if boot is not None:
         monotonic = pl.lit(boot, dtype=TS_DTYPE) + pl.duration(microseconds=pl.col("_mono_us"))
     else:
@@ -88,7 +92,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         "seq",
         ts.alias("ts"),
         pl.when(ts.is_null()).then(None)
-        .when(has_mono).then(pl.lit("monotonic"))
+        .when(has_mono).then(pl.lit("ingest" if guessed else "monotonic"))
         .otherwise(pl.lit("line")).alias("ts_kind"),
         pl.coalesce(pl.col("shost"), pl.lit(ctx.default_node, dtype=pl.String)).alias("node"),
         pl.lit(None, dtype=pl.Int32).alias("rank"),

@@ -25,7 +25,7 @@ class FileReport:
 
     path: str
     source: str
-    attempt_id: str | None
+    attempt_ids: tuple[str, ...]
     read: int
     landed: int
     rejected: int
@@ -84,72 +84,89 @@ def job_id_from_name(path: Path) -> str | None:
     return match.group("job") if match else None
 
 
-def find_attempt(
+ATTEMPT_FIELDS = ["attempt_id", "start_ts", "end_ts", "nodes", "ranks_per_node", "gpus_per_node"]
+
+
+def find_attempts(
     lake: Lake, cluster: str, parsed: ParsedFile, *, attempt_id: str | None
-) -> dict | None:
-    """The attempt row a file belongs to, or None.
+) -> pl.DataFrame:
+    """The attempts a file's lines may belong to (:data:`ATTEMPT_FIELDS` columns).
 
     ``attempt_id`` wins (a row with just the id when the lake does not know it). Otherwise
-    a ``slurm-%j.out`` name selects the job's attempts: the one whose ``[start_ts, end_ts]``
-    (open end while running) holds all stamped lines, else the last attempt.
+    a ``slurm-%j.out`` name selects every attempt of that job: a requeued job appends all
+    its attempts to one output file, and :func:`tie_to_attempts` splits the lines by time.
     """
-    attempts = lake.scan("attempts", clusters=[cluster])
+    attempts = lake.scan("attempts", clusters=[cluster]).select(ATTEMPT_FIELDS + ["job_id", "attempt_index"])
     if attempt_id is not None:
         rows = attempts.filter(pl.col("attempt_id") == attempt_id).collect()
-        return rows.row(0, named=True) if rows.height else {"attempt_id": attempt_id}
+        if not rows.height:
+            rows = pl.concat([rows, pl.DataFrame({"attempt_id": [attempt_id]})], how="diagonal_relaxed")
+        return rows.select(ATTEMPT_FIELDS)
     job_id = job_id_from_name(parsed.path)
     if job_id is None:
-        return None
-    rows = (
+        return attempts.head(0).select(ATTEMPT_FIELDS).collect()
+    return (
         attempts.filter(pl.col("job_id") == job_id)
         .sort("attempt_index", "start_ts", nulls_last=False)
+        .select(ATTEMPT_FIELDS)
         .collect()
     )
-    if not rows.height:
-        return None
-    stamped = parsed.observations.filter(pl.col("ts_source").is_in(["line", "monotonic"]))
-    if stamped.height:
-        first, last = stamped["ts"].min(), stamped["ts"].max()
-        holds = rows.filter(
-            (pl.col("start_ts") <= first)
-            & (pl.col("end_ts").is_null() | (pl.col("end_ts") >= last))
-        )
-        if holds.height:
-            return holds.row(-1, named=True)
-    return rows.row(-1, named=True)
 
 
-def tie_to_attempt(parsed: ParsedFile, attempt: dict | None) -> ParsedFile:
-    """Set ``attempt_id``; map ranks to nodes by block distribution; date stampless files.
+def tie_to_attempts(parsed: ParsedFile, attempts: pl.DataFrame) -> ParsedFile:
+    """Set each line's ``attempt_id``, map ranks to nodes, date stampless files.
 
-    Rank ``r`` runs on ``nodes[r // ranks_per_node]`` (``gpus_per_node`` when the ranks
-    per node are unknown), joined on the node index; a node already known from the line
-    or ``--node`` is kept. In a file with no stamp at all, lines take the attempt start
+    With several attempts (a requeued job), a line belongs to the last attempt that had
+    started by its time (lines before the first start go to the first attempt; a file with
+    no stamp at all goes to the last attempt). Rank ``r``
+    runs on ``nodes[r // ranks_per_node]`` of its attempt (``gpus_per_node`` when the ranks
+    per node are unknown), joined on the node index; a node already known from the line or
+    ``--node`` is kept. In a file with no stamp at all, lines take the first attempt's start
     instead of the ingest time.
     """
-    if attempt is None:
+    if attempts.is_empty():
         return parsed
-    obs = parsed.observations.with_columns(pl.lit(attempt["attempt_id"], dtype=pl.String).alias("attempt_id"))
-    nodes = attempt.get("nodes") or []
-    per_node = attempt.get("ranks_per_node") or attempt.get("gpus_per_node")
-    if nodes and per_node:
-        node_index = pl.DataFrame(
-            {"_index": list(range(len(nodes))), "_rank_node": nodes},
-            schema={"_index": pl.Int64, "_rank_node": pl.String},
-        )
-        obs = (
-            obs.with_columns((pl.col("rank").cast(pl.Int64) // per_node).alias("_index"))
-            .join(node_index, on="_index", how="left", maintain_order="left")
-            .with_columns(pl.coalesce("node", "_rank_node").alias("node"))
-            .drop("_index", "_rank_node")
-        )
-    start = attempt.get("start_ts")
-    if start is not None:
+    obs = parsed.observations
+    ordered = attempts.sort("start_ts", nulls_last=False)
+    if (obs["ts_source"] == "ingest").all():
+        # Nothing dates the lines: Slurm rewrites the output file on requeue unless told to
+        # append, so an unstamped file most likely holds the last attempt.
+        ordered = ordered.tail(1)
+    first = ordered.row(0, named=True)
+    if first["start_ts"] is not None:
         dated = pl.col("ts_source") == "ingest"
         obs = obs.with_columns(
-            pl.when(dated).then(pl.lit(start, dtype=TS_DTYPE)).otherwise(pl.col("ts")).alias("ts"),
+            pl.when(dated).then(pl.lit(first["start_ts"], dtype=TS_DTYPE)).otherwise(pl.col("ts")).alias("ts"),
             pl.when(dated).then(pl.lit("inferred")).otherwise(pl.col("ts_source")).alias("ts_source"),
         )
+    if ordered.height == 1 or ordered["start_ts"].null_count():
+        obs = obs.with_columns(pl.lit(first["attempt_id"], dtype=pl.String).alias("attempt_id"))
+    else:
+        starts = ordered.select(pl.col("start_ts").alias("_start"), pl.col("attempt_id").alias("_attempt"))
+        obs = (
+            obs.with_row_index("_row").sort("ts")
+            .join_asof(starts, left_on="ts", right_on="_start", strategy="backward")
+            .with_columns(pl.coalesce("_attempt", pl.lit(first["attempt_id"])).alias("attempt_id"))
+            .sort("_row").drop("_row", "_start", "_attempt")
+        )
+    placed = (
+        ordered.select(
+            "attempt_id",
+            pl.coalesce("ranks_per_node", "gpus_per_node").cast(pl.Int64).alias("_per_node"),
+            pl.col("nodes").alias("_rank_node"),
+        )
+        .filter(pl.col("_per_node").is_not_null() & (pl.col("_per_node") > 0))
+        .explode("_rank_node")
+        .with_columns(pl.int_range(pl.len()).over("attempt_id").alias("_index"))
+    )
+    obs = (
+        obs.join(placed.select("attempt_id", "_per_node").unique(), on="attempt_id", how="left", maintain_order="left")
+        .with_columns((pl.col("rank").cast(pl.Int64) // pl.col("_per_node")).alias("_index"))
+        .join(placed.select("attempt_id", "_index", "_rank_node"), on=["attempt_id", "_index"], how="left",
+              maintain_order="left")
+        .with_columns(pl.coalesce("node", "_rank_node").alias("node"))
+        .drop("_per_node", "_index", "_rank_node")
+    )
     return replace(parsed, observations=obs)
 
 
@@ -163,6 +180,7 @@ def land_log_files(
     attempt_id: str | None = None,
     year: int | None = None,
     boot_time: datetime | None = None,
+    end_at_ingest: bool = False,
 ) -> FilesReport:
     """Parse and land log files (or folders of them) into ``observations`` and ``rejects``.
 
@@ -170,23 +188,24 @@ def land_log_files(
     raises :class:`FilesError`). Each file lands under its resolved path as ``input_id``:
     landing it again replaces its rows, so re-landing is idempotent. ``node`` is the node of
     lines that name none; ``attempt_id`` ties every file to that attempt (default: Slurm
-    output names are looked up in the lake's attempts). Returns per-file counts.
+    output names are looked up in the lake's attempts); ``end_at_ingest`` see
+    :func:`read_log_file`. Returns per-file counts.
     """
     if source is not None:
         check_source(source)
     files = expand_paths(paths)
     report = FilesReport()
     for path in files:
-        parsed = read_log_file(path, source=source, year=year, boot_time=boot_time, default_node=node)
-        attempt = find_attempt(lake, cluster, parsed, attempt_id=attempt_id)
-        parsed = tie_to_attempt(parsed, attempt)
+        parsed = read_log_file(path, source=source, year=year, boot_time=boot_time, default_node=node,
+                               end_at_ingest=end_at_ingest)
+        parsed = tie_to_attempts(parsed, find_attempts(lake, cluster, parsed, attempt_id=attempt_id))
         lake.land("observations", parsed.observations, cluster=cluster,
                   input_id=parsed.input_id, source=parsed.source)
         lake.land("rejects", parsed.rejects, cluster=cluster, input_id=parsed.input_id)
         report.files.append(FileReport(
             path=parsed.input_id,
             source=parsed.source,
-            attempt_id=attempt["attempt_id"] if attempt else None,
+            attempt_ids=tuple(sorted(parsed.observations["attempt_id"].drop_nulls().unique().to_list())),
             read=parsed.lines,
             landed=parsed.observations.height,
             rejected=parsed.rejects.height,

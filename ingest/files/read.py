@@ -52,6 +52,7 @@ def read_log_file(
     boot_time: datetime | None = None,
     default_node: str | None = None,
     ingest_time: datetime | None = None,
+    end_at_ingest: bool = False,
 ) -> ParsedFile:
     """Parse the log file at ``path`` into observations and rejects.
 
@@ -60,7 +61,8 @@ def read_log_file(
     first year-less stamp (RFC 3164, glog; default: anchored to the file's mtime),
     ``boot_time`` converts kernel monotonic stamps, ``default_node`` is the node of lines
     that name none, ``ingest_time`` (default: now) stamps rejects and lines of a file with
-    no time at all. Raises :class:`FilesError` for a missing file or an unknown source.
+    no time at all; ``end_at_ingest`` places a kernel log with no boot time as if it ended
+    then (one-shot diagnosis) instead of rejecting its lines. Raises :class:`FilesError` for a missing file or an unknown source.
     """
     path = Path(path)
     if not path.is_file():
@@ -76,10 +78,12 @@ def read_log_file(
         year=year,
         boot_time=as_utc(boot_time),
         default_node=default_node,
+        ingest_time=ingest_time,
+        end_at_ingest=end_at_ingest,
     )
     parsed = PARSERS[name](lines, ctx).select(PARSED_COLUMNS)
     input_id = str(path.resolve())
-    origin = pl.format("{}:{}", pl.lit(input_id), pl.col("seq"))
+    origin = pl.concat_str([pl.lit(input_id + ":"), pl.col("seq").cast(pl.String)])
     accepted = fill_stamps(parsed.filter(pl.col("reason").is_null()), None, ingest_time)
     observations = accepted.with_columns(
         pl.lit(None, dtype=pl.String).alias("attempt_id"),

@@ -36,7 +36,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     frame = peel(frame, "line", ISO_HEADER, "_iso_rest")
     frame = frame.with_columns(
         month_number(pl.col("mon")).alias("_month"),
-        pl.format("{} {}", pl.col("day").str.zfill(2), pl.col("time")).alias("_rest"),
+        pl.concat_str([pl.col("day").str.zfill(2), pl.col("time")], separator=" ").alias("_rest"),
         pl.when(pl.col("_bsd_rest_prefix").is_not_null()).then(pl.col("_bsd_rest"))
         .otherwise(pl.col("_iso_rest")).alias("_body"),
     )

@@ -1,0 +1,110 @@
+"""Accuracy benchmark: simulate → ingest → attribute → score against the ground truth, plus
+the real incidents of the shared corpus through one-shot diagnosis."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from benchmarks.simulate import ingest, simulate
+from engine.oneshot import attempt_days, diagnose
+from engine.run import run_attribution
+from ingest.lake import Lake
+
+INCIDENTS = Path("/work/shared/corpus/incidents.jsonl")
+INCIDENT_DOMAIN = {
+    # source URL → expected domain, read from each thread's conclusion; threads without a
+    # conclusion (open or unresolved issues) are left out.
+    "https://github.com/olcf/olcf-test-harness/issues/254": "host",
+    "https://github.com/huggingface/accelerate/issues/1192": "gpu_memory",
+    "https://github.com/ovro-lwa/lwa-issues/issues/117": "host",
+    "https://github.com/NVIDIA/nccl/issues/2213": "workload",
+    "https://github.com/desihub/desitarget/issues/628": "scheduler",
+    "https://github.com/hiyouga/LlamaFactory/issues/6953": "scheduler",
+    "https://github.com/hafs-community/HAFS/issues/101": "host",
+    "https://github.com/NVIDIA/nccl/issues/795": "workload",
+    "https://github.com/IGNF/myria3d/issues/123": "workload",
+}
+
+
+def score(truth: pl.DataFrame, verdicts: pl.DataFrame) -> dict:
+    """Scores of ``verdicts`` against ``truth`` (both keyed by ``attempt_id``)."""
+    j = truth.join(verdicts.select("attempt_id", "domain", "cause", "quality", pl.col("culprit_nodes").alias("pred_nodes")),
+                   on="attempt_id", how="left", suffix="_pred")
+    j = j.with_columns(
+        (pl.col("domain") == pl.col("domain_pred")).fill_null(False).alias("domain_ok"),
+        ((pl.col("cause") == pl.col("cause_pred")) | pl.col("also_accept").list.contains(pl.col("cause_pred"))).fill_null(False).alias("cause_ok"),
+        pl.col("pred_nodes").fill_null([]),
+    )
+    tp = j.select(pl.col("culprit_nodes").list.set_intersection("pred_nodes").list.len().sum()).item()
+    n_pred = j["pred_nodes"].list.len().sum()
+    n_true = j["culprit_nodes"].list.len().sum()
+    precision = tp / n_pred if n_pred else 1.0
+    recall = tp / n_true if n_true else 1.0
+    failed = j.filter(pl.col("domain") != "none")
+    by_q = j.group_by("quality").agg(pl.len().alias("n"), pl.col("domain_ok").mean().alias("domain_accuracy")).sort("quality")
+    amb = j.filter(pl.col("ambiguous"))
+    confusion: dict = {}
+    for t, p, n in j.group_by("domain", "domain_pred").len().sort("domain", "domain_pred").iter_rows():
+        confusion.setdefault(t, {})[p or "missing"] = n
+    by_s = j.group_by("scenario").agg(pl.len().alias("n"), pl.col("domain_ok").mean().alias("domain"), pl.col("cause_ok").mean().alias("cause"),
+                                      pl.col("domain_pred").mode().first().alias("usual_domain"), pl.col("cause_pred").mode().first().alias("usual_cause"))
+    return {
+        "attempts": j.height,
+        "failed_attempts": failed.height,
+        "domain_accuracy": j["domain_ok"].mean(),
+        "domain_accuracy_failed": failed["domain_ok"].mean() if failed.height else None,
+        "cause_accuracy": j["cause_ok"].mean(),
+        "cause_accuracy_failed": failed["cause_ok"].mean() if failed.height else None,
+        "culprit_node_precision": precision,
+        "culprit_node_recall": recall,
+        "culprit_node_f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
+        "accuracy_by_quality": {q or "missing": {"n": n, "domain_accuracy": a} for q, n, a in by_q.iter_rows()},
+        "ambiguous_flagged": (amb["quality"] == "ambiguous").mean() if amb.height else None,
+        "confusion": confusion,
+        "by_scenario": {r["scenario"]: {k: v for k, v in r.items() if k != "scenario"} for r in by_s.sort("scenario").to_dicts()},
+    }
+
+
+def score_incidents(path: Path = INCIDENTS) -> dict:
+    """One-shot diagnosis of each concluded real incident; domain accuracy and the detail."""
+    rows = []
+    for line in path.read_text().splitlines():
+        item = json.loads(line)
+        expected = INCIDENT_DOMAIN.get(item["source"])
+        if expected is None:
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Path(tmp) / "incident.log"
+            log.write_text("\n".join(item["lines"]) + "\n")
+            try:
+                _, summary = diagnose(Lake(Path(tmp) / "lake"), [log])
+                got = summary.verdicts["domain"][0] if summary.verdicts.height else "missing"
+            except Exception as exc:  # a crash on a real incident is a result to report, not to hide
+                got = f"error: {type(exc).__name__}: {exc}"[:200]
+        rows.append({"source": item["source"], "expected": expected, "got": got})
+    right = sum(r["expected"] == r["got"] for r in rows)
+    return {"incidents": len(rows), "domain_accuracy": right / len(rows) if rows else None, "detail": rows}
+
+
+def bench_accuracy(attempts: int = 2000, seed: int = 0, out: str | Path | None = None, workdir: str | Path | None = None) -> dict:
+    """Simulate ``attempts`` attempts, ingest them, run the engine and score the verdicts.
+
+    Writes the report as JSON to ``out`` when given. ``workdir`` keeps the simulated inputs
+    and the lake (default: a temporary folder removed afterwards).
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(workdir) if workdir else Path(tmp)
+        sim = simulate(base / "fleet", attempts, seed)
+        lake = Lake(base / "lake")
+        ingest(lake, sim.out)
+        since, until = attempt_days(lake)
+        summary = run_attribution(lake, since, until)
+        report = {"seed": seed, **score(pl.read_parquet(sim.truth), summary.verdicts)}
+    report["real_incidents"] = score_incidents() if INCIDENTS.exists() else None
+    if out:
+        Path(out).write_text(json.dumps(report, indent=2, default=str))
+    return report

@@ -1,0 +1,267 @@
+"""Fleet simulator: raw inputs in real formats plus ground truth, and their ingestion.
+
+:func:`simulate` writes, under ``out``::
+
+    <cluster>/sacct.txt                      sacct --parsable2 (job, .batch and .0 rows), UTC
+    <cluster>/topology.csv                   host port ↔ leaf switch port, GPU index ↔ PCI bus
+    <cluster>/jobs/<k>/slurm-<jobid>.out     per-job Slurm output (srun --label or torchrun)
+    <cluster>/nodes/<node>/syslog.<chunk>    RFC 3339 high-precision syslog (some RFC 3164)
+    <cluster>/nodes/<node>/dmesg.<chunk>     kernel ring buffer of the nodes that only keep it
+    truth.parquet                            attempt → domain, cause, culprits, quality
+    inputs.json                              how to land every input (parser, year, boot time)
+
+Attempts are generated in chunks (by start time) so memory stays bounded at a million
+attempts; every chunk's lines are built as columns and written with one file write per file.
+Same ``seed`` → same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from benchmarks.fleet import EPOCH, GPU_PCI, HCA_PCI, HOSTS_PER_LEAF, FleetShape, finish, schedule
+from benchmarks.lines import LINE_COLUMNS, common, noise, scenario_lines
+
+CHUNK = 100_000
+BOOT = EPOCH - timedelta(days=3)
+TRUTH_COLUMNS = ["attempt_id", "cluster", "job_id", "scenario", "domain", "cause", "also_accept", "expect_quality",
+                 "ambiguous", "culprit_nodes", "culprit_gpus", "culprit_ports", "culprit_ranks"]
+
+
+@dataclass(frozen=True)
+class SimReport:
+    """What :func:`simulate` wrote: counts and paths."""
+
+    out: Path
+    attempts: int
+    lines: int
+    files: int
+    truth: Path
+
+
+def _node_style(node: pl.Expr) -> pl.Expr:
+    """Per-node log style from a hash of the name: ``iso`` (most), ``bsd`` (RFC 3164),
+    ``kmsg`` (dmesg only), ``none`` (syslog missing)."""
+    h = node.hash(seed=7) % 100
+    return pl.when(h < 4).then(pl.lit("kmsg")).when(h < 12).then(pl.lit("bsd")).when(h < 14).then(pl.lit("none")).otherwise(pl.lit("iso"))
+
+
+def _skew(node: pl.Expr) -> pl.Expr:
+    """Clock skew of a node (a few seconds on 5% of nodes)."""
+    return pl.when(node.hash(seed=11) % 20 == 0).then(pl.duration(milliseconds=1500)).otherwise(pl.duration(milliseconds=0))
+
+
+def _app_prefix() -> pl.Expr:
+    """srun --label (width of the largest task id) or torchrun --tee (single-node jobs)."""
+    width = (pl.col("n_nodes") * 8 - 1).cast(pl.String).str.len_chars()
+    label = pl.format("{}: ", pl.col("rank").cast(pl.String).str.pad_start(width))
+    torch = pl.format("[default{}]:", pl.col("rank"))
+    prefix = pl.when(pl.col("torchrun") & (pl.col("n_nodes") == 1)).then(torch).otherwise(label)
+    return pl.when(pl.col("rank").is_null()).then(pl.lit("")).otherwise(prefix)
+
+
+def _write_groups(frame: pl.DataFrame, key: str, text: str) -> int:
+    """Write one file per ``key`` value (a path) with the ``text`` lines in frame order."""
+    files = frame.group_by(key, maintain_order=True).agg(pl.col(text).str.join("\n"))
+    for path, body in files.iter_rows():
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(body + "\n")
+    return files.height
+
+
+def _cron(att: pl.DataFrame, shape: FleetShape, lo, hi) -> pl.DataFrame:
+    """Hourly cron lines on every node of the chunk's clusters between ``lo`` and ``hi``."""
+    hours = pl.datetime_range(lo.replace(minute=17, second=1, microsecond=0), hi, "1h", eager=True, time_zone="UTC")
+    nodes = pl.DataFrame({"cluster": list(shape.clusters)}).with_columns(
+        pl.int_ranges(0, shape.nodes_per_cluster).alias("i")).explode("i")
+    nodes = nodes.with_columns(pl.format("{}{}", pl.col("cluster").str.slice(0, 3), (pl.col("i") + 1).cast(pl.String).str.pad_start(4, "0")).alias("node"))
+    cron = nodes.join(pl.DataFrame({"ts": hours}), how="cross")
+    return cron.select(
+        pl.lit(None, pl.Int64).alias("a"), pl.lit("node").alias("kind"), "cluster", "node",
+        (pl.col("ts") + pl.duration(microseconds=pl.col("i") * 997)).alias("ts"), pl.lit(0, pl.Int32).alias("seq"),
+        pl.lit(None, pl.Int32).alias("rank"),
+        pl.format("CRON[{}]: (root) CMD (cd / && run-parts --report /etc/cron.hourly)", 300000 + pl.col("i") * 7).alias("text"),
+    )
+
+
+def _write_chunk(att: pl.DataFrame, chunk: int, out: Path, shape: FleetShape, hi, protected: pl.DataFrame) -> tuple[int, int]:
+    """Build and write every line of one chunk of attempts; returns (lines, files)."""
+    parts = [p for p in common(att) + noise(att) + scenario_lines(att) if p.height]
+    lines = pl.concat([p.select(list(LINE_COLUMNS)).cast(LINE_COLUMNS) for p in parts])
+    lines = pl.concat([lines, _cron(att, shape, att["start_ts"].min(), hi).cast(LINE_COLUMNS)])
+    info = att.select("a", "job_id", "n_nodes", "torchrun")
+    app = lines.filter(pl.col("kind") == "app").join(info, on="a", how="left").sort("a", "ts", "seq", "rank", maintain_order=True)
+    app = app.with_columns(
+        pl.format("{}/{}/jobs/{}/slurm-{}.out", pl.lit(str(out)), "cluster", pl.col("job_id").cast(pl.Int64) // 1000, "job_id").alias("path"),
+        (_app_prefix() + pl.col("text")).alias("line"),
+    )
+    files = _write_groups(app, "path", "line")
+    node = lines.filter(pl.col("kind") == "node").with_columns(_node_style(pl.col("node")).alias("style"))
+    node = node.join(protected, on=["cluster", "node"], how="left").with_columns(
+        pl.when(pl.col("protect").fill_null(False) & (pl.col("style") == "none")).then(pl.lit("iso")).otherwise("style").alias("style"),
+        (pl.col("ts") + _skew(pl.col("node"))).alias("ts"),
+    ).filter((pl.col("style") != "none") & ((pl.col("style") != "kmsg") | pl.col("text").str.starts_with("kernel: ")))
+    node = node.sort("cluster", "node", "ts", "seq", maintain_order=True)
+    us = (pl.col("ts") - pl.lit(BOOT)).dt.total_microseconds()
+    line = (
+        pl.when(pl.col("style") == "iso").then(pl.format("{} {} {}", pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"), "node", "text"))
+        .when(pl.col("style") == "bsd").then(pl.format("{} {} {}", pl.col("ts").dt.strftime("%b %e %H:%M:%S"), "node", "text"))
+        .otherwise(pl.format("[{}.{}] {}", (us // 1_000_000).cast(pl.String).str.pad_start(5),
+                             (us % 1_000_000).cast(pl.String).str.pad_start(6, "0"), pl.col("text").str.strip_prefix("kernel: ")))
+    )
+    node = node.with_columns(line.alias("line"), pl.format(
+        "{}/{}/nodes/{}/{}.{}", pl.lit(str(out)), "cluster", "node",
+        pl.when(pl.col("style") == "kmsg").then(pl.lit("dmesg")).otherwise(pl.lit("syslog")), pl.lit(chunk)).alias("path"))
+    files += _write_groups(node, "path", "line")
+    return lines.height, files
+
+
+def _sacct(att: pl.DataFrame) -> pl.DataFrame:
+    """sacct --parsable2 rows: the job, its batch step and its srun step, times in UTC."""
+    fmt = "%Y-%m-%dT%H:%M:%S"
+    submit = (pl.col("start_ts") - pl.duration(seconds=(pl.col("u") * 600).cast(pl.Int64))).dt.strftime(fmt)
+    start, end = pl.col("start_ts").dt.strftime(fmt), pl.col("end_ts").dt.strftime(fmt)
+    state = pl.col("raw_state").str.replace("{uid}", pl.col("user_id").cast(pl.String), literal=True)
+    base = dict(Submit=submit, Start=start, End=end, NodeList=pl.col("hostlist"), AllocNodes=pl.col("n_nodes"), NNodes=pl.col("n_nodes"))
+    tres = pl.format("billing={},cpu={},gres/gpu={},mem=2000G,node={}", pl.col("n_nodes") * 8, pl.col("n_nodes") * 96, pl.col("n_nodes") * 8, "n_nodes")
+    step_state = pl.when(pl.col("raw_state").str.starts_with("CANCELLED") | pl.col("raw_state").is_in(["TIMEOUT", "PREEMPTED"])).then(pl.lit("CANCELLED")).otherwise(state)
+    rows = [
+        att.select(JobID="job_id", JobIDRaw="job_id", JobName=pl.format("train-{}", pl.col("user_id") % 17), User=pl.format("u{}", "user_id"), Partition=pl.lit("gpu"),
+                   State=state, ExitCode="exit_code", NTasks=pl.col("n_nodes") * 8, AllocTRES=tres, **base, _o=pl.lit(0)),
+        att.select(JobID=pl.format("{}.batch", "job_id"), JobIDRaw=pl.format("{}.batch", "job_id"), JobName=pl.lit("batch"), User=pl.lit(""),
+                   Partition=pl.lit(""), State=step_state, ExitCode=pl.when(step_state == "CANCELLED").then(pl.lit("0:15")).otherwise("exit_code"),
+                   NTasks=pl.lit(1), AllocTRES=tres, **{**base, "NodeList": pl.col("hostlist").str.replace(r"\[(\d+)-\d+\]", "$1"), "AllocNodes": pl.lit(1), "NNodes": pl.lit(1)}, _o=pl.lit(1)),
+        att.select(JobID=pl.format("{}.0", "job_id"), JobIDRaw=pl.format("{}.0", "job_id"), JobName=pl.lit("python"), User=pl.lit(""),
+                   Partition=pl.lit(""), State=step_state, ExitCode="exit_code", NTasks=pl.col("n_nodes") * 8, AllocTRES=tres, **base, _o=pl.lit(2)),
+    ]
+    cols = ["JobID", "JobIDRaw", "JobName", "User", "Partition", "Submit", "Start", "End", "State", "ExitCode", "NodeList", "AllocNodes", "NNodes", "NTasks", "AllocTRES"]
+    return pl.concat([r.with_columns(att["a"].alias("_a")) for r in rows], how="vertical_relaxed").select(cols + ["_a", "_o"])
+
+
+def _topology(shape: FleetShape, cluster: str) -> pl.DataFrame:
+    """Host HCA port ↔ leaf switch port (one leaf per rail per 16 hosts), GPU ↔ PCI bus."""
+    i = pl.int_range(0, shape.nodes_per_cluster, eager=True).alias("i").to_frame()
+    node = pl.format("{}{}", pl.lit(cluster[:3]), (pl.col("i") + 1).cast(pl.String).str.pad_start(4, "0"))
+    hca = i.join(pl.DataFrame({"h": list(range(len(HCA_PCI)))}), how="cross").select(
+        pl.lit("hca_port").alias("kind"), node.alias("node"), pl.format("mlx5_{}", "h").alias("hca"), pl.lit("1").alias("port"),
+        pl.format("leaf-{}-r{}-{}", pl.lit(cluster), "h", (pl.col("i") // HOSTS_PER_LEAF).cast(pl.String).str.pad_start(3, "0")).alias("switch"),
+        pl.format("{}", pl.col("i") % HOSTS_PER_LEAF + 1).alias("switch_port"), pl.lit(None, pl.String).alias("gpu"),
+        pl.format("0000:{}:00.0", pl.col("h").replace_strict(list(range(4)), list(HCA_PCI), return_dtype=pl.String)).alias("pci"))
+    gpu = i.join(pl.DataFrame({"g": list(range(8))}), how="cross").select(
+        pl.lit("gpu").alias("kind"), node.alias("node"), pl.lit(None, pl.String).alias("hca"), pl.lit(None, pl.String).alias("port"),
+        pl.lit(None, pl.String).alias("switch"), pl.lit(None, pl.String).alias("switch_port"), pl.col("g").cast(pl.String).alias("gpu"),
+        pl.format("0000:{}:00", pl.col("g").replace_strict(list(range(8)), list(GPU_PCI), return_dtype=pl.String)).alias("pci"))
+    return pl.concat([hca, gpu])
+
+
+def truth_frame(att: pl.DataFrame) -> pl.DataFrame:
+    """The ground truth of every attempt (see the module docstring of ``faults``)."""
+    sc = pl.col("scenario")
+    gpu_fault = sc.is_in(["gpu_fallen_off_bus", "hbm_uncorrectable_ecc", "gsp_timeout", "nvlink_fatal", "gpu_broken_as_oom", "two_faults"])
+    pci = pl.format("0000:{}:00", pl.col("culprit_gpu").cast(pl.Int64).replace_strict(list(range(8)), list(GPU_PCI), return_dtype=pl.String))
+    none_s, none_i = pl.lit([], pl.List(pl.String)), pl.lit([], pl.List(pl.Int32))
+    return att.select(
+        "attempt_id", "cluster", "job_id", "scenario", "domain", "cause", "also_accept", "expect_quality",
+        (sc == "two_faults").alias("ambiguous"),
+        pl.when(sc == "two_faults").then(pl.concat_list("culprit_node", "second_node"))
+        .when(pl.col("has_culprit")).then(pl.concat_list("culprit_node")).otherwise(none_s).alias("culprit_nodes"),
+        pl.when(gpu_fault).then(pl.concat_list(pci)).otherwise(none_s).alias("culprit_gpus"),
+        pl.when(sc == "ib_link_down").then(pl.concat_list(pl.format("mlx5_{}/1", "hca"))).otherwise(none_s).alias("culprit_ports"),
+        pl.when(pl.col("has_culprit") & ~sc.is_in(["kernel_panic", "node_failure", "ib_link_down", "two_faults"]))
+        .then(pl.concat_list("culprit_rank")).otherwise(none_i).alias("culprit_ranks"),
+    )
+
+
+def simulate(out: str | Path, attempts: int, seed: int = 0, shape: FleetShape | None = None) -> SimReport:
+    """Write a simulated fleet of ``attempts`` attempts under ``out`` (replaced if present)."""
+    if attempts < 1:
+        raise ValueError(f"attempts must be at least 1, got {attempts}")
+    out = Path(out).resolve()
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    shape = shape or FleetShape.for_attempts(attempts)
+    rng = np.random.default_rng(seed)
+    att = finish(schedule(attempts, shape, rng), shape)
+    stuck = pl.col("scenario") == "dataloader_stuck"
+    att = att.with_columns(
+        pl.when(stuck).then(0).otherwise("culprit_rank").cast(pl.Int32).alias("culprit_rank"),
+        pl.when(stuck).then(0).otherwise("culprit_gpu").cast(pl.Int8).alias("culprit_gpu"),
+        pl.when(stuck).then(pl.col("cluster").str.slice(0, 3) + (pl.col("first") + 1).cast(pl.String).str.pad_start(4, "0"))
+        .otherwise("culprit_node").alias("culprit_node"),
+        pl.when(stuck).then(0).otherwise("culprit_idx").alias("culprit_idx"),
+    ).sort("start_ts", "lane").with_row_index("a").with_columns(pl.col("a").cast(pl.Int64))
+    protected = pl.concat([
+        att.filter(pl.col("node_root")).select("cluster", pl.col("culprit_node").alias("node")),
+        att.filter(pl.col("scenario") == "two_faults").select("cluster", pl.col("second_node").alias("node")),
+    ]).unique().with_columns(pl.lit(True).alias("protect"))
+    n_lines = n_files = 0
+    bounds = list(range(0, att.height, CHUNK)) + [att.height]
+    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+        chunk = att.slice(lo, hi - lo)
+        end = att["start_ts"][hi] if hi < att.height else att["end_ts"].max() + timedelta(hours=1)
+        lines, files = _write_chunk(chunk, k, out, shape, end, protected)
+        n_lines += lines
+        n_files += files
+    for cluster in shape.clusters:
+        rows = att.filter(pl.col("cluster") == cluster)
+        (out / cluster).mkdir(exist_ok=True)
+        _sacct(rows).sort("_a", "_o").drop("_a", "_o").write_csv(out / cluster / "sacct.txt", separator="|", quote_style="never")
+        _topology(shape, cluster).write_csv(out / cluster / "topology.csv")
+    truth = truth_frame(att)
+    truth.write_parquet(out / "truth.parquet")
+    _write_inputs(out, shape)
+    return SimReport(out, att.height, n_lines, n_files, out / "truth.parquet")
+
+
+def _write_inputs(out: Path, shape: FleetShape) -> None:
+    """``inputs.json``: for each cluster its sacct file, job folder and node logs by parser."""
+    inputs = []
+    for cluster in shape.clusters:
+        base = out / cluster
+        nodes = sorted((base / "nodes").glob("*/*")) if (base / "nodes").exists() else []
+        names = pl.Series("node", [f"{cluster[:3]}{i:04d}" for i in range(1, shape.nodes_per_cluster + 1)])
+        bsd = set(names.to_frame().filter(_node_style(pl.col("node")) == "bsd")["node"])
+        inputs.append({
+            "cluster": cluster, "sacct": str(base / "sacct.txt"), "jobs": str(base / "jobs"),
+            "syslog_iso": [str(p) for p in nodes if p.name.startswith("syslog") and p.parent.name not in bsd],
+            "syslog_bsd": [str(p) for p in nodes if p.name.startswith("syslog") and p.parent.name in bsd],
+            "kmsg": [{"path": str(p), "node": p.parent.name} for p in nodes if p.name.startswith("dmesg")],
+            "year": EPOCH.year, "boot_time": BOOT.isoformat(),
+        })
+    (out / "inputs.json").write_text(json.dumps({"clusters": inputs}, indent=1))
+
+
+def ingest(lake, out: str | Path) -> dict:
+    """Land a simulated fleet with the real connectors: the Slurm connector per cluster
+    (``sacct --parsable2`` in UTC), then node logs and job outputs through the files
+    connector. Returns per-cluster counts."""
+    from ingest.connectors import run_connector
+    from ingest.connectors.slurm import SlurmConnector, SlurmOptions
+    from ingest.files import land_log_files
+
+    spec = json.loads((Path(out) / "inputs.json").read_text())
+    counts: dict = {}
+    for c in spec["clusters"]:
+        cluster = c["cluster"]
+        report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[c["sacct"]], timezone="UTC"), cluster), None)
+        if report.error:
+            raise RuntimeError(f"slurm connector on {c['sacct']}: {report.error}")
+        read = landed = rejected = 0
+        batches = [dict(paths=c["syslog_iso"], source="syslog"), dict(paths=c["syslog_bsd"], source="syslog", year=c["year"])]
+        batches += [dict(paths=[k["path"]], source="kmsg", node=k["node"], boot_time=datetime.fromisoformat(c["boot_time"])) for k in c["kmsg"]]
+        batches.append(dict(paths=[c["jobs"]], source="app"))
+        for b in batches:
+            if b["paths"]:
+                r = land_log_files(lake, b.pop("paths"), cluster=cluster, **b)
+                read, landed, rejected = read + r.read, landed + r.landed, rejected + r.rejected
+        counts[cluster] = {"attempts": report.landed, "lines_read": read, "landed": landed, "rejected": rejected}
+    return counts
