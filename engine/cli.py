@@ -372,3 +372,37 @@ def bench_perf(
 
     figures = run_perf(attempts, out_file)
     sys.stdout.write(json.dumps(figures, indent=2, sort_keys=True, default=str) + "\n")
+
+
+@app.command()
+@handle_errors
+def report(
+    lake: LakeOpt,
+    output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.")],
+    since: Annotated[str | None, typer.Option("--since", help="First UTC day (default: all).")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Last UTC day (default: all).")] = None,
+) -> None:
+    """Write one self-contained HTML report: trends, heat maps, per-attempt timelines."""
+    from engine.report import write_report
+
+    path = write_report(lake, output, _parse_day(since, "--since"), _parse_day(until, "--until"))
+    err.print(f"report written to {path}")
+
+
+@app.command()
+@handle_errors
+def results(
+    lake: LakeOpt,
+    day: Annotated[str, typer.Option("--day", help="UTC day of the attempts' end.")],
+    fmt: Annotated[str, typer.Option("--format", help="Export format (jsonl).")] = "jsonl",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")] = None,
+) -> None:
+    """Export one day's verdicts for incident systems (schema: schemas/verdict.schema.json)."""
+    from engine.export import export_results
+
+    text = export_results(lake, _parse_day(day, "--day"), fmt)
+    if output:
+        output.write_text(text)
+        err.print(f"{text.count(chr(10))} verdicts written to {output}")
+    else:
+        sys.stdout.write(text)

@@ -11,7 +11,8 @@ Three landing modes, chosen per table, make every write idempotent:
 * ``by_input`` (observations, metrics, rejects): the file name is derived from the input's
   identity (``input_id``: a file path, a Loki stream window, an API URL). Landing the same
   input again rewrites exactly the same files, and any file of that input that the new
-  landing no longer produces is removed.
+  landing no longer produces is removed (``_inputs/<table>/cluster=<c>/<key>.json`` records
+  which files each input owns).
 * ``upsert`` (attempts, topology): rows are keyed (``attempt_id``; the topology key); a new
   row replaces the stored row with the same key wherever it lives in the cluster.
 * ``replace`` (events, results): the engine hands over the full content of a set of
@@ -269,19 +270,26 @@ class Lake:
     def _land_by_input(
         self, table: str, frame: pl.DataFrame, cluster: str, input_id: str, source: str | None
     ) -> LandReport:
-        name = f"part-{input_key(input_id)}.parquet"
+        key = input_key(input_id)
+        name = f"part-{key}.parquet"
         frame = frame.with_columns(self._day_expr(table))
         if frame["day"].null_count():
             raise LakeError(f"{table}: {frame['day'].null_count()} rows of {input_id} have no timestamp")
-        previous = set((self.root / table / f"cluster={cluster}").rglob(name))
+        index = self.root / "_inputs" / table / f"cluster={cluster}" / f"{key}.json"
+        previous = {self.root / p for p in json.loads(index.read_text())["files"]} if index.exists() else set()
         written = []
         for (day,), part in frame.sort("day").partition_by("day", as_dict=True, maintain_order=True).items():
             values = {"cluster": cluster, "day": day, "source": source}
             target = _partition_dir(self.root, table, values) / name
             self._write(part.drop("day"), table, target)
             written.append(target)
+        # The index says which files this input owns, so a re-landing finds what it must
+        # replace without listing the whole table (millions of job outputs make that slow).
+        body = json.dumps({"input_id": input_id, "files": sorted(str(p.relative_to(self.root)) for p in written)})
+        if written or index.exists():
+            _atomic_write_bytes(index, lambda fh: fh.write(body.encode()))
         for stale in previous - set(written):
-            stale.unlink()
+            stale.unlink(missing_ok=True)
         return LandReport(table, frame.height, tuple(str(p) for p in written))
 
     def _upsert(self, table: str, frame: pl.DataFrame, cluster: str) -> LandReport:

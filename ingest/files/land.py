@@ -87,8 +87,13 @@ def job_id_from_name(path: Path) -> str | None:
 ATTEMPT_FIELDS = ["attempt_id", "start_ts", "end_ts", "nodes", "ranks_per_node", "gpus_per_node"]
 
 
+def known_attempts(lake: Lake, cluster: str) -> pl.DataFrame:
+    """The cluster's attempts, read once per landing call (not once per file)."""
+    return lake.scan("attempts", clusters=[cluster]).select(ATTEMPT_FIELDS + ["job_id", "attempt_index"]).collect()
+
+
 def find_attempts(
-    lake: Lake, cluster: str, parsed: ParsedFile, *, attempt_id: str | None
+    attempts: pl.DataFrame, parsed: ParsedFile, *, attempt_id: str | None
 ) -> pl.DataFrame:
     """The attempts a file's lines may belong to (:data:`ATTEMPT_FIELDS` columns).
 
@@ -96,20 +101,18 @@ def find_attempts(
     a ``slurm-%j.out`` name selects every attempt of that job: a requeued job appends all
     its attempts to one output file, and :func:`tie_to_attempts` splits the lines by time.
     """
-    attempts = lake.scan("attempts", clusters=[cluster]).select(ATTEMPT_FIELDS + ["job_id", "attempt_index"])
     if attempt_id is not None:
-        rows = attempts.filter(pl.col("attempt_id") == attempt_id).collect()
+        rows = attempts.filter(pl.col("attempt_id") == attempt_id)
         if not rows.height:
             rows = pl.concat([rows, pl.DataFrame({"attempt_id": [attempt_id]})], how="diagonal_relaxed")
         return rows.select(ATTEMPT_FIELDS)
     job_id = job_id_from_name(parsed.path)
     if job_id is None:
-        return attempts.head(0).select(ATTEMPT_FIELDS).collect()
+        return attempts.head(0).select(ATTEMPT_FIELDS)
     return (
         attempts.filter(pl.col("job_id") == job_id)
         .sort("attempt_index", "start_ts", nulls_last=False)
         .select(ATTEMPT_FIELDS)
-        .collect()
     )
 
 
@@ -195,10 +198,11 @@ def land_log_files(
         check_source(source)
     files = expand_paths(paths)
     report = FilesReport()
+    attempts = known_attempts(lake, cluster)
     for path in files:
         parsed = read_log_file(path, source=source, year=year, boot_time=boot_time, default_node=node,
                                end_at_ingest=end_at_ingest)
-        parsed = tie_to_attempts(parsed, find_attempts(lake, cluster, parsed, attempt_id=attempt_id))
+        parsed = tie_to_attempts(parsed, find_attempts(attempts, parsed, attempt_id=attempt_id))
         lake.land("observations", parsed.observations, cluster=cluster,
                   input_id=parsed.input_id, source=parsed.source)
         lake.land("rejects", parsed.rejects, cluster=cluster, input_id=parsed.input_id)
