@@ -67,9 +67,14 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
     tie = timedelta(seconds=config.seconds("tie_window"))
     # Order by the latest moment each candidate can have happened (``ts_hi``): a precisely
     # stamped line beats an unstamped one that only inherited an earlier stamp.
+    # Two lines of one file are ordered by their line numbers whatever their stamps say.
     candidates = (
         events.filter((pl.col("role") == "root_candidate") & (pl.col("ts") <= pl.col("end_ts") + skew))
-        .sort(["attempt_id", "ts_hi", "ts", "node", "rule_id", "event_id"], nulls_last=True)
+        .with_columns(
+            pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
+            pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"),
+        )
+        .sort(["attempt_id", "ts_hi", "ts", "_file", "_line", "node", "rule_id", "event_id"], nulls_last=True)
     )
     first = candidates.group_by("attempt_id", maintain_order=True).first().select(
         "attempt_id",
@@ -80,6 +85,8 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
         pl.col("domain").alias("root_domain"),
         pl.col("cause").alias("root_cause"),
         pl.col("action").alias("root_action"),
+        pl.col("_file").alias("root_file"),
+        pl.col("_line").alias("root_line"),
     )
     near = candidates.join(first, on="attempt_id").with_columns(
         same_node=pl.col("node").is_not_null() & (pl.col("node") == pl.col("root_node")).fill_null(False)
@@ -97,8 +104,9 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
             pl.col("event_id").alias("root_ids"),
         )
     )
+    printed_after_root = (pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line"))
     alternatives = (
-        near.filter(pl.col("domain") != pl.col("root_domain"))
+        near.filter((pl.col("domain") != pl.col("root_domain")) & ~printed_after_root.fill_null(False))
         .sort(["attempt_id", "ts", "node", "rule_id"], nulls_last=True)
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.struct(_ALTERNATIVE_FIELDS).alias("alternatives"))
@@ -107,7 +115,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
         first.join(culprits, on="attempt_id", how="left")
         .join(alternatives, on="attempt_id", how="left")
         .rename({"root_domain": "domain", "root_cause": "cause"})
-        .drop("root_node", "root_ts_hi")
+        .drop("root_node", "root_ts_hi", "root_file", "root_line")
     )
 
 
@@ -219,7 +227,12 @@ def decide(
         .otherwise(pl.lit("insufficient"))
     )
     empty_str = pl.lit([], dtype=pl.List(pl.String))
-    only_failed = lambda expr, empty: pl.when(log_root).then(expr.fill_null(empty)).otherwise(empty)  # noqa: E731
+    # A time limit or a preemption did not start on a node: policy verdicts name no culprit.
+    blames = log_root & (pl.col("_domain") != "scheduler")
+
+    def only_failed(expr: pl.Expr, empty: pl.Expr) -> pl.Expr:
+        return pl.when(blames).then(expr.fill_null(empty)).otherwise(empty)
+
     first_fault = pl.when(log_root).then(pl.col("root_ts")).when(by_state).then(pl.col("end_ts"))
     return (
         frame.with_columns(domain.alias("_domain"), cause.alias("_cause"), quality.alias("quality"))

@@ -27,8 +27,6 @@ import polars as pl
 
 from engine.rules.loader import OUTCOME_FIELDS, RulePack, regex_for
 from engine.rules.model import ExtractRule, parse_duration
-from ingest.files import read_log_file
-from ingest.files.land import expand_paths
 from ingest.schema import EVENTS
 
 EVENT_SCHEMA = pl.Schema({**pl.from_arrow(EVENTS.empty_table()).schema, "cluster": pl.String})
@@ -232,6 +230,10 @@ def extract_lines_from_files(
 ) -> pl.DataFrame:
     """Events each line of some log files yields, without landing anything and without
     flood dedupe (the ``causelake extract`` view: one event per matching line and rule)."""
+    # Imported here so the extractor itself does not depend on the file connector.
+    from ingest.files import read_log_file
+    from ingest.files.land import expand_paths
+
     frames = []
     for path in expand_paths(paths):
         parsed = read_log_file(path, source=source)
