@@ -40,7 +40,7 @@ def events(*rows: dict) -> pl.DataFrame:
     filled = []
     for i, r in enumerate(rows):
         row = base | r
-        row["origin"] = row["origin"] or f"f:{i}"
+        row["origin"] = row["origin"] or f"{row['node']}.log:{i}"
         row["event_id"] = row.get("event_id") or f"{row['rule_id']}@{row['origin']}"
         row["last_ts"] = row["last_ts"] or row["ts"]
         filled.append(row)

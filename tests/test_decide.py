@@ -216,3 +216,16 @@ def test_unstamped_app_line_does_not_beat_a_stamped_kernel_line():
     assert v["b"]["cause"] == "workload.cuda_oom"
     bounds = correlated.filter(pl.col("origin") == "b.out:3").select("ts", "ts_hi").row(0)
     assert bounds == (at(1), at(2))
+
+
+def test_lines_of_one_file_are_ordered_by_line_number_when_stamps_tie():
+    """Unstamped lines that inherited one stamp are still ordered by their place in the file."""
+    att = attempts({"attempt_id": "a"})
+    ev = events(
+        {"attempt_id": "a", "source": "app", "event": "disk_full", "domain": "storage",
+         "cause": "storage.disk_full", "ts": at(1), "ts_source": "inferred", "origin": "job.out:102"},
+        {"attempt_id": "a", "source": "app", "event": "oom", "domain": "workload",
+         "cause": "workload.cuda_oom", "ts": at(1), "ts_source": "inferred", "origin": "job.out:105"},
+    )
+    v, _ = verdict(att, ev)
+    assert (v["a"]["cause"], v["a"]["quality"], v["a"]["alternatives"]) == ("storage.disk_full", "probable", [])
