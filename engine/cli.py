@@ -406,3 +406,13 @@ def results(
         err.print(f"{text.count(chr(10))} verdicts written to {output}")
     else:
         sys.stdout.write(text)
+
+
+@rules_app.command("catalog")
+@handle_errors
+def rules_catalog() -> None:
+    """Print the cause catalog (every cause code the pack can produce) as Markdown."""
+    from engine.rules.catalog import catalog_markdown
+    from engine.rules.loader import load_rule_pack
+
+    sys.stdout.write(catalog_markdown(load_rule_pack()))

@@ -332,3 +332,15 @@ class Verdict(_Strict):
 def empty_table(name: str) -> pa.Table:
     """An empty Arrow table with the schema of lake table ``name``."""
     return TABLES[name].empty_table()
+
+
+def schema_markdown() -> str:
+    """Every lake table's columns and Arrow types as Markdown (what the README shows)."""
+    out = []
+    for name, schema in TABLES.items():
+        parts = ", ".join(f"`{key}`" for key in PARTITIONS[name])
+        out.append(f"**{name}** (partitioned by {parts})\n")
+        out.append("| column | type |\n|---|---|")
+        out.extend(f"| `{field.name}` | `{field.type}` |" for field in schema)
+        out.append("")
+    return "\n".join(out)
