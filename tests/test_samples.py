@@ -1,4 +1,4 @@
-"""Sanity checks of the bundled sample fleet in ``data/samples`` (no engine involved).
+"""Sanity checks of the bundled sample fleet in ``data/samples`` (no attribution involved).
 
 The demo and the golden verdicts stand on these files, so a broken path, a truth entry
 without an attempt, an unknown domain or a scenario whose key line went missing must fail
@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine.rules.catalog import cause_catalog
+from engine.rules.loader import load_rule_pack
 from ingest.schema import DOMAINS, QUALITIES
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
@@ -22,13 +24,8 @@ SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 SLURM_STATES = {
     "COMPLETED", "FAILED", "TIMEOUT", "PREEMPTED", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY",
 }
-CAUSES = {
-    "none", "unknown",
-    "gpu.fallen_off_bus", "nvlink.link_error", "network.link_down",
-    "network.transport_retry_exceeded", "host.oom_killer", "host.kernel_fault",
-    "host.node_failure", "storage.disk_full", "scheduler.time_limit", "scheduler.preempted",
-    "scheduler.cancelled", "workload.cuda_oom", "workload.exception",
-}
+# Every cause the truth names must be one the rule pack (or the engine) can produce.
+CAUSES = set(cause_catalog(load_rule_pack())["cause"].to_list())
 TRUTH_KEYS = {
     "attempt_id", "domain", "cause", "culprit_nodes", "culprit_gpus", "culprit_ports",
     "culprit_ranks", "alternatives", "also_accept", "quality", "quality_at_least", "story",
@@ -231,7 +228,7 @@ def test_truth_values_are_in_closed_sets(truth):
         assert set(t) <= TRUTH_KEYS, f"{where}: unknown keys {set(t) - TRUTH_KEYS}"
         assert t["domain"] in DOMAINS, where
         assert t["cause"] in CAUSES, where
-        assert t["cause"] in ("none", "unknown") or t["cause"].split(".")[0] == t["domain"], where
+        assert t["cause"] == "none" or t["cause"].split(".")[0] == t["domain"], where
         assert ("quality" in t) != ("quality_at_least" in t), where
         assert t.get("quality", t.get("quality_at_least")) in QUALITIES, where
         assert set(t.get("alternatives", [])) | set(t.get("also_accept", [])) <= CAUSES, where

@@ -1,0 +1,198 @@
+"""The whole pipeline on the bundled sample fleet: landing, attribution, golden verdicts,
+determinism, idempotence, accounting of every input line, and the CLI around it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from engine.cli import app
+from engine.oneshot import SAMPLES, land_manifest, run_demo
+from engine.run import run_attribution
+from ingest.lake import Lake
+
+REPO = Path(__file__).resolve().parents[1]
+GOLDEN = SAMPLES / "expected_verdicts.jsonl"
+GOLDEN_FIELDS = ("attempt_id", "state", "domain", "cause", "quality", "culprit_nodes", "culprit_gpus",
+                 "culprit_ports", "recommended_action")
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def demo_lake(tmp_path_factory) -> Lake:
+    lake = Lake(tmp_path_factory.mktemp("demo") / "lake")
+    run_demo(lake)
+    return lake
+
+
+def golden_view(results: pl.DataFrame) -> list[dict]:
+    """The verdict fields the golden file pins, in attempt order."""
+    return results.sort("attempt_id").select(GOLDEN_FIELDS).to_dicts()
+
+
+def test_demo_verdicts_match_the_golden_file(demo_lake):
+    """``data/samples/expected_verdicts.jsonl`` is the result contract on the sample fleet;
+    regenerate it with ``uv run python tests/test_pipeline.py --regenerate`` when a change
+    is meant to alter verdicts, and review the diff."""
+    got = golden_view(demo_lake.scan("results").collect())
+    want = [json.loads(line) for line in GOLDEN.read_text().splitlines()]
+    assert got == want
+
+
+def test_demo_verdicts_agree_with_the_sample_truth(demo_lake):
+    """Every attempt's domain (and cause, or an accepted alternative) is what the scenario
+    was written to produce; failed attempts name the right culprit node."""
+    truth = {t["attempt_id"]: t for t in yaml.safe_load((SAMPLES / "truth.yaml").read_text())["attempts"]}
+    results = {r["attempt_id"]: r for r in demo_lake.scan("results").collect().to_dicts()}
+    assert set(results) == set(truth)
+    for attempt_id, want in truth.items():
+        got = results[attempt_id]
+        assert got["domain"] == want["domain"], attempt_id
+        assert got["cause"] in [want["cause"], *want.get("also_accept", [])], attempt_id
+        if want.get("quality"):
+            assert got["quality"] == want["quality"], attempt_id
+        blamed = set(got["culprit_nodes"]) | {a["node"] for a in got["alternatives"]}
+        assert set(want.get("culprit_nodes") or []) <= blamed, attempt_id
+
+
+def test_two_runs_give_identical_verdicts_and_events(demo_lake):
+    first = demo_lake.scan("results").collect().sort("attempt_id")
+    events_before = demo_lake.scan("events").collect().sort("event_id")
+    since, until = first["end_ts"].min().date(), first["end_ts"].max().date()
+    run_attribution(demo_lake, since, until)
+    second = demo_lake.scan("results").collect().sort("attempt_id")
+    assert second.height == first.height
+    assert second.drop("run_id", "run_ts").equals(first.drop("run_id", "run_ts"))
+    assert demo_lake.scan("events").collect().sort("event_id").equals(events_before)
+    assert first["run_id"].n_unique() == 1 and second["run_id"][0] != first["run_id"][0]
+    assert len(demo_lake.manifests()) == 2
+
+
+def test_landing_the_samples_twice_changes_nothing(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    land_manifest(lake, SAMPLES / "manifest.yaml")
+    tables = ("attempts", "observations", "rejects")
+    before = {t: lake.scan(t).collect() for t in tables}
+    files_before = sorted(p.relative_to(lake.root) for p in lake.root.rglob("*.parquet"))
+    land_manifest(lake, SAMPLES / "manifest.yaml")
+    for table in tables:
+        after = lake.scan(table).collect()
+        assert after.height == before[table].height, table
+        if table != "rejects":  # rejects carry the ingest time
+            assert after.sort(after.columns[:3]).equals(before[table].sort(after.columns[:3])), table
+    assert sorted(p.relative_to(lake.root) for p in lake.root.rglob("*.parquet")) == files_before
+
+
+def test_every_sample_line_is_an_observation_or_a_reject(demo_lake):
+    """Nothing is silently dropped: per input file, non-blank lines == observations + rejects."""
+    manifest = yaml.safe_load((SAMPLES / "manifest.yaml").read_text())
+    files = []
+    for item in manifest["inputs"]:
+        if item["kind"] != "files":
+            continue
+        path = SAMPLES / item["path"]
+        files += sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    landed = pl.concat([
+        demo_lake.scan("observations").select("input_id").collect(),
+        demo_lake.scan("rejects").select("input_id").collect(),
+    ]).group_by("input_id").len()
+    counts = dict(landed.iter_rows())
+    for path in files:
+        lines = sum(1 for line in path.read_text(errors="replace").splitlines() if line.strip())
+        assert counts.get(str(path.resolve()), 0) == lines, path
+
+
+def test_an_attempt_without_observations_is_insufficient_and_names_the_missing_sources(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    context = tmp_path / "ctx.yaml"
+    context.write_text(
+        "cluster: c\nattempts:\n  - job_id: '7'\n    start: 2026-11-28T10:00:00Z\n"
+        "    end: 2026-11-28T11:00:00Z\n    state: FAILED\n    exit_code: '1:0'\n    nodes: 'n[1-2]'\n"
+    )
+    result = runner.invoke(app, ["ingest", "static", str(context), "--lake", str(lake.root)])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["run", "--lake", str(lake.root), "--day", "2026-11-28", "--json"])
+    assert result.exit_code == 0, result.output
+    verdict = json.loads(result.stdout.splitlines()[0])
+    assert (verdict["domain"], verdict["quality"]) == ("unknown", "insufficient")
+    errors = {c["source"]: c["error"] for c in verdict["coverage"] if c["error"]}
+    assert "n1, n2" in errors["node_logs"] and "app_logs" in errors
+
+
+def test_explain_prints_the_timeline_and_json(demo_lake):
+    result = runner.invoke(app, ["explain", "static/demo/1001/0", "--lake", str(demo_lake.root)])
+    assert result.exit_code == 0, result.output
+    assert "gpu.fallen_off_bus" in result.stdout and "evidence timeline" in result.stdout
+    result = runner.invoke(app, ["explain", "static/demo/1001/0", "--lake", str(demo_lake.root), "--json"])
+    record = json.loads(result.stdout)
+    assert record["culprit_nodes"] == ["gpu003"] and record["evidence"][0]["origin"]
+
+
+def test_extract_json_gives_one_event_per_matching_line(tmp_path):
+    log = tmp_path / "kern.log"
+    log.write_text(
+        # https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1150 (shape of a real XID 79 line)
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n"
+        "an ordinary line that no rule matches\n"
+    )
+    result = runner.invoke(app, ["extract", str(log), "--json"])
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(e["domain"], e["cause"], e["role"], e["origin"].rsplit(":", 1)[1]) for e in events] == [
+        ("gpu", "gpu.fallen_off_bus", "root_candidate", "1")]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["ingest", "files", "missing.log", "--cluster", "c"], "no such file"),
+    (["ingest", "files", "{log}", "--cluster", "c", "--source", "sylog"], "did you mean"),
+    (["ingest", "static", "missing.yaml"], "missing.yaml"),
+    (["run", "--day", "2026-13-01"], "is not a day"),
+    (["explain", "nope"], "no verdict for 'nope'"),
+])
+def test_bad_input_gives_one_clear_line_and_exit_2(tmp_path, args, message):
+    log = tmp_path / "a.log"
+    log.write_text("hello\n")
+    lake = tmp_path / "lake"
+    argv = [a.replace("{log}", str(log)) for a in args] + ["--lake", str(lake)]
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not any(lake.rglob("*.parquet")) if lake.exists() else True
+
+
+def test_a_bad_rule_pack_refuses_to_run(tmp_path, demo_lake, monkeypatch):
+    bad = tmp_path / "rules"
+    bad.mkdir()
+    (bad / "x.yaml").write_text("rules:\n  - kind: extract\n    id: a\n    titel: typo\n")
+    monkeypatch.setattr("engine.rules.loader.BUNDLED_RULES", bad)
+    result = runner.invoke(app, ["run", "--lake", str(demo_lake.root), "--day", "2026-11-28"])
+    assert result.exit_code == 2
+    assert "x.yaml:4" in result.stderr
+
+
+def test_import_contract_ingest_never_imports_engine():
+    """The layering of ARCHITECTURE §1, checked by import-linter."""
+    lint = Path(sys.executable).with_name("lint-imports")
+    proc = subprocess.run([str(lint)], cwd=REPO, capture_output=True, text=True, env={**os.environ})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 kept, 0 broken" in proc.stdout
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--regenerate"]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lake = Lake(tmp)
+        run_demo(lake)
+        rows = golden_view(lake.scan("results").collect())
+        GOLDEN.write_text("".join(json.dumps(r, sort_keys=False) + "\n" for r in rows))
+        print(f"wrote {len(rows)} verdicts to {GOLDEN}")
