@@ -15,9 +15,14 @@ Defaults are chosen for synchronous training jobs on Slurm/Kubernetes clusters:
 ``tie_window`` (1 s)
     The same for two root candidates on one node (one clock; lines of one incident land in
     the same second).
-``root_before_end`` (= ``clock_skew``)
-    A root candidate must start before the attempt ended (plus skew): what happens after the
-    end cannot have caused it.
+A root candidate must start before the attempt ended (plus ``clock_skew``): what happens
+after the end cannot have caused it.
+
+``repeat_window`` (7 days)
+    A node blamed for infrastructure failures of other jobs within this window is a repeat
+    offender (fleet stage).
+``systemic_window`` (10 min) and ``systemic_nodes`` (3)
+    The same root cause on at least this many nodes within this window is a systemic event.
 """
 
 from __future__ import annotations
@@ -43,10 +48,13 @@ class EngineConfig(BaseModel):
     clock_skew: str = "5s"
     tie_window: str = "1s"
     evidence_limit: int = Field(50, ge=5)
+    repeat_window: str = "7d"
+    systemic_window: str = "10m"
+    systemic_nodes: int = Field(3, ge=2)
     node_log_sources: tuple[str, ...] = NODE_LOG_SOURCES
     app_log_sources: tuple[str, ...] = APP_LOG_SOURCES
 
-    @field_validator("lookback", "grace", "clock_skew", "tie_window")
+    @field_validator("lookback", "grace", "clock_skew", "tie_window", "repeat_window", "systemic_window")
     @classmethod
     def _duration(cls, v: str) -> str:
         parse_duration(v)

@@ -1,4 +1,4 @@
-"""The run orchestrator: scope → collect → extract → correlate → decide → write.
+"""The run orchestrator: scope → collect → extract → correlate → decide → fleet → write.
 
 One call of :func:`run_attribution` attributes every attempt that ended in a window of UTC
 days, replaces those days' verdicts in ``results/`` (a rerun never appends), rewrites the
@@ -20,6 +20,7 @@ from engine.config import EngineConfig
 from engine.correlate import apply_precedence, apply_suppress, attach_events, demote_recovered_links
 from engine.decide import decide
 from engine.extract import extract_events
+from engine.fleet import fleet_stage
 from engine.metrics import metric_events
 from engine.rules.loader import RulePack, load_rule_pack
 from engine.rules.python_rules import RuleContext, run_python_rules
@@ -157,6 +158,14 @@ def compute_coverage(
     )
 
 
+def recent_results(
+    lake: Lake, since: date, until: date, config: EngineConfig, clusters: list[str] | None
+) -> pl.DataFrame:
+    """Verdicts already in the lake for the ``repeat_window`` before the run's window."""
+    first = since - timedelta(seconds=config.seconds("repeat_window"))
+    return lake.scan("results", clusters=clusters, days=days_between(first, until)).drop("day").collect()
+
+
 def state_events(attempts: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     """The scheduler record of each ended attempt as a ``context`` event for the evidence
     trail, labelled by the pack's ``state`` rule when one covers its state."""
@@ -267,6 +276,11 @@ def run_attribution(
     coverage = compute_coverage(lake, attempts, days, config, clusters)
     verdicts, _ = attribute(attempts, events, coverage, pack, config, history=lake.scan("events"))
     timings["correlate_decide"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    verdicts = fleet_stage(verdicts, recent_results(lake, since, until, config, clusters),
+                           lake.scan("topology", clusters=clusters).collect(), config)
+    timings["fleet"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
     for cluster in sorted(set(events["cluster"].unique().to_list()) | set(attempts["cluster"].unique().to_list())):

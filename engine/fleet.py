@@ -1,0 +1,158 @@
+"""Fleet: what only a view across many attempts can tell (ARCHITECTURE §4.6).
+
+Runs after decide over every verdict of the run plus the recent verdicts already in the
+lake, vectorized across attempts:
+
+* **Switch ports** — a culprit HCA port is looked up in the fabric topology, and the switch
+  port it is cabled to is added to ``culprit_ports`` (``switch:<switch>/<port>``).
+* **Repeat offenders** — a node (or GPU) blamed for infrastructure failures of several
+  different jobs within ``repeat_window`` is a lemon: the verdict gets a ``fleet`` evidence
+  entry saying so, and a ``probable`` verdict with complete coverage becomes ``definitive``
+  (independent failures corroborate each other).
+* **Systemic events** — the same root cause on many nodes at once (a storage outage, a
+  switch failure) is noted in the evidence of every verdict it explains, so nobody drains
+  twenty healthy nodes for one bad filer.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+from engine.config import EngineConfig
+from engine.decide import EVIDENCE_DTYPE
+
+INFRASTRUCTURE = ("gpu", "gpu_memory", "nvlink", "network", "host", "storage")
+
+
+def _fleet_evidence(ts: pl.Expr, node: pl.Expr, rule_id: str, event: str, message: pl.Expr) -> pl.Expr:
+    return pl.struct(
+        ts.alias("ts"), node.alias("node"), pl.lit(None, dtype=pl.Int32).alias("rank"),
+        pl.lit("fleet").alias("source"), pl.lit("confirmation").alias("role"),
+        pl.lit(rule_id).alias("rule_id"), pl.lit(event).alias("event"),
+        pl.lit(1, dtype=pl.Int64).alias("count"), message.alias("message"),
+        pl.lit(None, dtype=pl.String).alias("origin"),
+    ).cast(EVIDENCE_DTYPE)
+
+
+def add_switch_ports(verdicts: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFrame:
+    """Append the switch port each culprit HCA port is cabled to (from ``topology``)."""
+    cabling = topology.filter(pl.col("kind") == "hca_port").select(
+        "cluster", "node", (pl.col("hca") + ":" + pl.col("port")).alias("port"),
+        (pl.lit("switch:") + pl.col("switch") + "/" + pl.col("switch_port")).alias("switch_port"),
+    ).unique()
+    if cabling.is_empty() or verdicts.is_empty():
+        return verdicts
+    blamed = (
+        verdicts.select("attempt_id", "cluster", "culprit_nodes", "culprit_ports")
+        .explode("culprit_nodes").explode("culprit_ports")
+        .rename({"culprit_nodes": "node", "culprit_ports": "port"})
+        .join(cabling, on=["cluster", "node", "port"], how="inner")
+        .group_by("attempt_id").agg(pl.col("switch_port").unique().sort().alias("_switch"))
+    )
+    return (
+        verdicts.join(blamed, on="attempt_id", how="left")
+        .with_columns(
+            pl.concat_list("culprit_ports", pl.col("_switch").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+            .list.unique(maintain_order=True).alias("culprit_ports")
+        )
+        .drop("_switch")
+    )
+
+
+def mark_repeat_offenders(
+    verdicts: pl.DataFrame, history: pl.DataFrame, config: EngineConfig
+) -> pl.DataFrame:
+    """Note culprit nodes blamed by other jobs' infrastructure failures within the window.
+
+    ``history``: earlier verdicts (results columns + ``cluster``); rows of this run's
+    attempts in it are ignored. A probable verdict with complete coverage whose culprit is a
+    repeat offender becomes definitive.
+    """
+    window = timedelta(seconds=config.seconds("repeat_window"))
+    columns = ["attempt_id", "job_id", "cluster", "domain", "culprit_nodes", "first_fault_ts"]
+    current = verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE)).select(columns)
+    past = history.filter(
+        pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("attempt_id").is_in(verdicts["attempt_id"].implode())
+    ).select(columns)
+    blames = pl.concat([current, past]).explode("culprit_nodes").rename({"culprit_nodes": "node"}).drop_nulls("node")
+    pairs = (
+        current.explode("culprit_nodes").rename({"culprit_nodes": "node"}).drop_nulls("node")
+        .join(blames, on=["cluster", "node"], suffix="_other")
+        .filter(
+            (pl.col("job_id_other") != pl.col("job_id"))
+            & ((pl.col("first_fault_ts_other") - pl.col("first_fault_ts")).abs() <= window)
+        )
+        .group_by("attempt_id", "node")
+        .agg(pl.col("job_id_other").n_unique().alias("others"), pl.col("first_fault_ts").first().alias("ts"))
+        .sort("attempt_id", "node")
+    )
+    if pairs.is_empty():
+        return verdicts
+    message = pl.concat_str([
+        pl.col("node"), pl.lit(" was also blamed for infrastructure failures of "),
+        pl.col("others").cast(pl.String), pl.lit(f" other job(s) within {config.repeat_window}"),
+    ])
+    notes = pairs.group_by("attempt_id", maintain_order=True).agg(
+        _fleet_evidence(pl.col("ts"), pl.col("node"), "fleet.repeat_offender", "repeat_offender", message).alias("_notes")
+    )
+    complete = pl.col("coverage").list.eval(pl.element().struct.field("error").is_null()).list.all()
+    return (
+        verdicts.join(notes, on="attempt_id", how="left")
+        .with_columns(
+            pl.concat_list("evidence", pl.col("_notes").fill_null(pl.lit([], dtype=pl.List(EVIDENCE_DTYPE)))).alias("evidence"),
+            pl.when(pl.col("_notes").is_not_null() & (pl.col("quality") == "probable") & complete)
+            .then(pl.lit("definitive")).otherwise(pl.col("quality")).alias("quality"),
+        )
+        .drop("_notes")
+    )
+
+
+def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
+    """Note root causes shared by at least ``systemic_nodes`` culprit nodes whose first
+    faults lie within ``systemic_window`` of each other (one outage, many victims)."""
+    window = timedelta(seconds=config.seconds("systemic_window"))
+    roots = (
+        verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE) & pl.col("first_fault_ts").is_not_null())
+        .select("attempt_id", "cluster", "cause", "first_fault_ts", "culprit_nodes")
+    )
+    if roots.is_empty():
+        return verdicts
+    nearby = (
+        roots.join(roots.explode("culprit_nodes").rename({"first_fault_ts": "ts_other"}),
+                   on=["cluster", "cause"], suffix="_other")
+        .filter((pl.col("ts_other") - pl.col("first_fault_ts")).abs() <= window)
+        .group_by("attempt_id", "cause", "first_fault_ts")
+        .agg(pl.col("culprit_nodes_other").drop_nulls().n_unique().alias("nodes"))
+        .filter(pl.col("nodes") >= config.systemic_nodes)
+    )
+    if nearby.is_empty():
+        return verdicts
+    message = pl.concat_str([
+        pl.col("cause"), pl.lit(" was the root cause on "), pl.col("nodes").cast(pl.String),
+        pl.lit(f" nodes within {config.systemic_window}: a shared component, not one node, is likely at fault"),
+    ])
+    notes = nearby.select(
+        "attempt_id",
+        _fleet_evidence(pl.col("first_fault_ts"), pl.lit(None, dtype=pl.String), "fleet.systemic", "systemic_event",
+                        message).alias("_note"),
+    )
+    return (
+        verdicts.join(notes, on="attempt_id", how="left")
+        .with_columns(
+            pl.when(pl.col("_note").is_not_null())
+            .then(pl.concat_list("evidence", pl.col("_note")))
+            .otherwise(pl.col("evidence")).alias("evidence")
+        )
+        .drop("_note")
+    )
+
+
+def fleet_stage(
+    verdicts: pl.DataFrame, history: pl.DataFrame, topology: pl.DataFrame, config: EngineConfig
+) -> pl.DataFrame:
+    """Apply every cross-attempt view to this run's verdicts (same rows, same columns)."""
+    out = add_switch_ports(verdicts, topology)
+    out = mark_repeat_offenders(out, history, config)
+    return mark_systemic(out, config).sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)

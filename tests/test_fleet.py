@@ -1,0 +1,65 @@
+"""The fleet stage: switch ports from topology, repeat offenders, systemic events."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from engine.config import EngineConfig
+from engine.fleet import fleet_stage
+from engine.run import attribute
+from ingest.schema import RESULTS, TOPOLOGY
+from tests.engine_frames import at, attempts, events
+from tests.test_decide import full_coverage, pack
+
+CONFIG = EngineConfig()
+
+
+def run_fleet(att: pl.DataFrame, ev: pl.DataFrame, topology: pl.DataFrame | None = None,
+              history: pl.DataFrame | None = None) -> dict[str, dict]:
+    verdicts, _ = attribute(att, ev, full_coverage(att), pack(), CONFIG)
+    empty_history = pl.from_arrow(RESULTS.empty_table()).with_columns(pl.lit(None, pl.String).alias("cluster"))
+    empty_topology = pl.from_arrow(TOPOLOGY.empty_table()).with_columns(pl.lit(None, pl.String).alias("cluster"))
+    out = fleet_stage(verdicts, empty_history if history is None else history,
+                      empty_topology if topology is None else topology, CONFIG)
+    assert out.height == verdicts.height and out.columns == verdicts.columns
+    return {r["attempt_id"]: r for r in out.to_dicts()}
+
+
+def test_culprit_port_names_the_switch_port_it_is_cabled_to():
+    att = attempts({"attempt_id": "a", "nodes": ["n2"]})
+    ev = events({"node": "n2", "event": "link_down", "domain": "network", "cause": "network.link_down",
+                 "ts": at(5), "port": "mlx5_0:1"})
+    topology = pl.DataFrame({
+        "kind": ["hca_port"], "node": ["n2"], "hca": ["mlx5_0"], "port": ["1"], "switch": ["leaf-07"],
+        "switch_port": ["17"], "gpu": [None], "pci": [None], "origin": ["t.csv:2"], "cluster": ["c"],
+    }, schema_overrides={"gpu": pl.String, "pci": pl.String})
+    v = run_fleet(att, ev, topology)
+    assert v["a"]["culprit_ports"] == ["mlx5_0:1", "switch:leaf-07/17"]
+
+
+def test_a_node_blamed_by_two_jobs_is_a_repeat_offender_and_corroborates_both():
+    att = attempts({"attempt_id": "a", "job_id": "1", "nodes": ["n1"]},
+                   {"attempt_id": "b", "job_id": "2", "nodes": ["n1"], "start_ts": at(100), "end_ts": at(160)},
+                   {"attempt_id": "c", "job_id": "3", "nodes": ["n5"]})
+    ev = events({"node": "n1", "event": "xid", "ts": at(10)}, {"node": "n1", "event": "xid", "ts": at(110)},
+                {"node": "n5", "event": "xid", "ts": at(10)})
+    v = run_fleet(att, ev)
+    for attempt in ("a", "b"):
+        assert v[attempt]["quality"] == "definitive"
+        notes = [e for e in v[attempt]["evidence"] if e["rule_id"] == "fleet.repeat_offender"]
+        assert len(notes) == 1 and "1 other job" in notes[0]["message"]
+    assert v["c"]["quality"] == "probable"
+    assert not any(e["source"] == "fleet" for e in v["c"]["evidence"])
+
+
+def test_one_cause_on_many_nodes_at_once_is_systemic():
+    att = attempts(*({"attempt_id": f"a{i}", "job_id": str(i), "nodes": [f"n{i}"]} for i in range(4)))
+    ev = events(*({"node": f"n{i}", "event": "nfs", "domain": "storage", "cause": "storage.filesystem_unavailable",
+                   "ts": at(10 + i * 0.5)} for i in range(3)),
+                {"node": "n3", "event": "nfs", "domain": "storage", "cause": "storage.filesystem_unavailable",
+                 "ts": at(50)})
+    v = run_fleet(att, ev)
+    for attempt in ("a0", "a1", "a2"):
+        note = [e for e in v[attempt]["evidence"] if e["rule_id"] == "fleet.systemic"]
+        assert len(note) == 1 and "on 3 nodes" in note[0]["message"]
+    assert not any(e["rule_id"] == "fleet.systemic" for e in v["a3"]["evidence"])
