@@ -137,6 +137,34 @@ def _pairs(
     )
 
 
+def _relabel(events: pl.DataFrame, pairs: list[pl.DataFrame], role: str, only_roots: bool) -> pl.DataFrame:
+    """Give every second-side event of ``pairs`` the ``role`` and link it (``caused_by``)
+    to its earliest first-side event; ``only_roots`` re-labels root candidates only."""
+    link = (
+        pl.concat([p.select("attempt_id", "event_id", "event_id_a", "ts_a") for p in pairs])
+        .sort(["attempt_id", "event_id", "ts_a", "event_id_a"])
+        .group_by(["attempt_id", "event_id"], maintain_order=True)
+        .first()
+        .select("attempt_id", "event_id", pl.col("event_id_a").alias("_link"))
+    )
+    linked = pl.col("_link").is_not_null()
+    if only_roots:
+        linked = linked & (pl.col("role") == "root_candidate")
+    return (
+        events.join(link, on=["attempt_id", "event_id"], how="left")
+        .with_columns(
+            pl.when(linked).then(pl.lit(role)).otherwise(pl.col("role")).alias("role"),
+            pl.coalesce("caused_by", "_link").alias("caused_by"),
+        )
+        .drop("_link")
+    )
+
+
+def _as_roots(selector: Selector) -> Selector:
+    """A selector restricted to root candidates unless it names roles itself."""
+    return selector if selector.roles else selector.model_copy(update={"roles": ["root_candidate"]})
+
+
 def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule]) -> pl.DataFrame:
     """Re-label cascades: an event matching a rule's ``cascade`` selector that follows a
     root candidate matching its ``root`` selector within the window (same scope) becomes a
@@ -147,33 +175,17 @@ def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule]) -> pl.DataFr
     """
     if events.is_empty() or not rules:
         return events
-    links = []
+    pairs = []
     for rule in rules:
         window = timedelta(seconds=parse_duration(rule.window))
         before = timedelta(seconds=parse_duration(rule.before))
-        roots = rule.root.model_copy(update={"roles": ["root_candidate"]}) if not rule.root.roles else rule.root
-        pairs = _pairs(
-            events, roots, rule.cascade, rule.scope,
+        pairs.append(_pairs(
+            events, _as_roots(rule.root), rule.cascade, rule.scope,
             # Either event may be only bounded in time (see add_time_bounds): a cascade
             # counts when the intervals allow it to follow the root within the window.
             (pl.col("ts_hi") >= pl.col("ts_a") - before) & (pl.col("ts") <= pl.col("ts_hi_a") + window),
-        )
-        links.append(pairs.select("attempt_id", "event_id", "event_id_a", "ts_a"))
-    link = (
-        pl.concat(links)
-        .sort(["attempt_id", "event_id", "ts_a", "event_id_a"])
-        .group_by(["attempt_id", "event_id"], maintain_order=True)
-        .first()
-        .select("attempt_id", "event_id", pl.col("event_id_a").alias("_root"))
-    )
-    return (
-        events.join(link, on=["attempt_id", "event_id"], how="left")
-        .with_columns(
-            pl.when(pl.col("_root").is_not_null()).then(pl.lit("cascade")).otherwise(pl.col("role")).alias("role"),
-            pl.coalesce("_root", "caused_by").alias("caused_by"),
-        )
-        .drop("_root")
-    )
+        ))
+    return _relabel(events, pairs, "cascade", only_roots=False)
 
 
 def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule]) -> pl.DataFrame:
@@ -181,31 +193,14 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule]) -> pl.Da
     window (either order), the ``over`` event becomes a ``confirmation`` of the preferred."""
     if events.is_empty() or not rules:
         return events
-    links = []
+    pairs = []
     for rule in rules:
         window = timedelta(seconds=parse_duration(rule.window))
-        over = rule.over.model_copy(update={"roles": ["root_candidate"]}) if not rule.over.roles else rule.over
-        pairs = _pairs(
-            events, rule.prefer, over, rule.scope,
+        pairs.append(_pairs(
+            events, rule.prefer, _as_roots(rule.over), rule.scope,
             (pl.col("ts_hi") >= pl.col("ts_a") - window) & (pl.col("ts") <= pl.col("ts_hi_a") + window),
-        )
-        links.append(pairs.select("attempt_id", "event_id", "event_id_a", "ts_a"))
-    link = (
-        pl.concat(links)
-        .sort(["attempt_id", "event_id", "ts_a", "event_id_a"])
-        .group_by(["attempt_id", "event_id"], maintain_order=True)
-        .first()
-        .select("attempt_id", "event_id", pl.col("event_id_a").alias("_pref"))
-    )
-    return (
-        events.join(link, on=["attempt_id", "event_id"], how="left")
-        .with_columns(
-            pl.when(pl.col("_pref").is_not_null() & (pl.col("role") == "root_candidate"))
-            .then(pl.lit("confirmation")).otherwise(pl.col("role")).alias("role"),
-            pl.coalesce("caused_by", "_pref").alias("caused_by"),
-        )
-        .drop("_pref")
-    )
+        ))
+    return _relabel(events, pairs, "confirmation", only_roots=True)
 
 
 LINK_DOWN_CAUSE = "network.link_down"
