@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections.abc import Callable
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from functools import wraps
 from pathlib import Path
 from typing import Annotated
@@ -19,6 +19,7 @@ import polars as pl
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 from engine import render
 
@@ -26,7 +27,10 @@ app = typer.Typer(
     help="Explain why distributed GPU training jobs failed, from a columnar log lake.",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
 )
-ingest_app = typer.Typer(help="Land inputs into the lake.", no_args_is_help=True)
+ingest_app = typer.Typer(
+    help="Land inputs into the lake (subcommands), or run the nightly ingest of a config file.",
+    invoke_without_command=True,
+)
 rules_app = typer.Typer(help="Check the rule pack.", no_args_is_help=True)
 app.add_typer(ingest_app, name="ingest")
 bench_app = typer.Typer(help="Accuracy and performance benchmarks on a simulated fleet.", no_args_is_help=True)
@@ -35,7 +39,8 @@ app.add_typer(bench_app, name="bench")
 
 # Outside a terminal (pipes, CI logs) rich would wrap at 80 columns; verdict tables need more.
 out = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True)
+# Messages quote log lines and hostlists (``gpu[001-004]``): never read them as markup.
+err = Console(stderr=True, markup=False, highlight=False)
 STATE = {"debug": False}
 
 LakeOpt = Annotated[Path, typer.Option("--lake", help="Lake directory.", file_okay=False)]
@@ -64,7 +69,7 @@ def handle_errors(fn: Callable) -> Callable:
         except _expected_errors() as exc:
             if STATE["debug"]:
                 raise
-            err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False, soft_wrap=True)
+            err.print(Text.assemble(("error:", "red"), f" {exc}"), soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper
@@ -136,6 +141,68 @@ def demo(
         _print_summary(summary, summary.verdicts, json_out)
         if lake:
             err.print(f"lake kept at {lake}")
+
+
+def _print_connector_reports(reports) -> bool:
+    """One line per connector report; True when every connector succeeded."""
+    for r in reports:
+        status = "ok" if r.ok else f"FAILED{' (transient)' if r.transient else ''}: {r.error}"
+        err.print(f"{r.connector} [{r.cluster}]: fetched {r.fetched}, landed {r.landed}, "
+                  f"rejected {r.rejected} — {status}", soft_wrap=True)
+    return all(r.ok for r in reports)
+
+
+@ingest_app.callback()
+@handle_errors
+def ingest_nightly(
+    ctx: typer.Context,
+    config: Annotated[Path | None, typer.Option("--config", help="lake.yaml: clusters → connectors.")] = None,
+    day: Annotated[str | None, typer.Option("--day", help="UTC day to ingest (YYYY-MM-DD).")] = None,
+) -> None:
+    """Without a subcommand: run every connector of ``--config`` for ``--day``."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if config is None or day is None:
+        err.print(ctx.get_help())
+        raise ValueError("give --config lake.yaml --day YYYY-MM-DD, or a subcommand")
+    from ingest.config import ingest_from_config
+
+    if not _print_connector_reports(ingest_from_config(config, _parse_day(day, "--day"))):
+        raise typer.Exit(1)
+
+
+@ingest_app.command("slurm")
+@handle_errors
+def ingest_slurm(
+    lake: LakeOpt,
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster the accounting belongs to.")],
+    sacct_file: Annotated[
+        list[Path] | None, typer.Option("--sacct-file", help="Saved sacct --parsable2/--json output (repeatable).")
+    ] = None,
+    since: Annotated[datetime | None, typer.Option("--since", help="Window start (UTC) for a live sacct call.")] = None,
+    until: Annotated[datetime | None, typer.Option("--until", help="Window end (UTC, exclusive).")] = None,
+    timezone_name: Annotated[
+        str | None, typer.Option("--timezone", help="IANA zone of the Slurm host's times (default: this machine's).")
+    ] = None,
+) -> None:
+    """Land attempts from Slurm accounting: saved sacct output, or one live sacct call."""
+    from ingest.connectors import run_connector
+    from ingest.connectors.base import FetchWindow
+    from ingest.connectors.slurm import SlurmConnector, SlurmOptions
+    from ingest.lake import Lake
+
+    if bool(sacct_file) == bool(since or until):
+        raise ValueError("give either --sacct-file FILE… or --since T --until T")
+    if not sacct_file and not (since and until):
+        raise ValueError("a live sacct call needs both --since and --until")
+    window = None
+    if since and until:
+        utc = [t if t.tzinfo else t.replace(tzinfo=UTC) for t in (since, until)]
+        window = FetchWindow(start=utc[0], end=utc[1])
+    options = SlurmOptions(sacct_file=sacct_file or [], timezone=timezone_name)
+    report = run_connector(Lake(lake), SlurmConnector(options, cluster), window)
+    if not _print_connector_reports([report]):
+        raise typer.Exit(1)
 
 
 @ingest_app.command("static")
@@ -282,7 +349,7 @@ def rules_lint(
 
     issues = lint_rule_pack(paths or None)
     for issue in issues:
-        err.print(str(issue), highlight=False, soft_wrap=True)
+        err.print(str(issue), soft_wrap=True)
     if issues:
         err.print(f"{len(issues)} error(s)")
         raise typer.Exit(1)
@@ -301,7 +368,7 @@ def rules_test(
     results = run_inline_tests(load_rule_pack(paths or None))
     failed = [r for r in results if not r.ok]
     for r in failed:
-        err.print(f"FAIL {r.rule_id}: {r.case}: {r.message}", highlight=False, soft_wrap=True)
+        err.print(f"FAIL {r.rule_id}: {r.case}: {r.message}", soft_wrap=True)
     err.print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
     if failed:
         raise typer.Exit(1)
