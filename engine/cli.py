@@ -186,7 +186,7 @@ def ingest_slurm(
     ] = None,
 ) -> None:
     """Land attempts from Slurm accounting: saved sacct output, or one live sacct call."""
-    from ingest.connectors import run_connector
+    from ingest.connectors import record_ingest, run_connector
     from ingest.connectors.base import FetchWindow
     from ingest.connectors.slurm import SlurmConnector, SlurmOptions
     from ingest.lake import Lake
@@ -200,7 +200,9 @@ def ingest_slurm(
         utc = [t if t.tzinfo else t.replace(tzinfo=UTC) for t in (since, until)]
         window = FetchWindow(start=utc[0], end=utc[1])
     options = SlurmOptions(sacct_file=sacct_file or [], timezone=timezone_name)
-    report = run_connector(Lake(lake), SlurmConnector(options, cluster), window)
+    target = Lake(lake)
+    report = run_connector(target, SlurmConnector(options, cluster), window)
+    record_ingest(target, window, [report])
     if not _print_connector_reports([report]):
         raise typer.Exit(1)
 

@@ -144,7 +144,7 @@ def compute_coverage(
     )
     entries = pl.concat([
         by_source.with_columns(pl.col("rows").cast(pl.Int64), pl.lit(None, dtype=pl.String).alias("error")),
-        missing_nodes, missing_app,
+        missing_nodes, missing_app, connector_failures(lake, attempts, config),
     ]).sort("attempt_id", "source")
     return (
         attempts.select("attempt_id")
@@ -164,6 +164,43 @@ def recent_results(
     """Verdicts already in the lake for the ``repeat_window`` before the run's window."""
     first = since - timedelta(seconds=config.seconds("repeat_window"))
     return lake.scan("results", clusters=clusters, days=days_between(first, until)).drop("day").collect()
+
+
+def connector_failures(lake: Lake, attempts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
+    """Coverage entries for connectors whose latest ingest of a window overlapping an
+    attempt (on its cluster) failed: the attempt's evidence may be incomplete."""
+    rows = [
+        {"cluster": r["cluster"], "connector": r["connector"], "error": r["error"],
+         "start": m["window"]["start"], "end": m["window"]["end"], "ingest_ts": m["ingest_ts"]}
+        for m in lake.manifests() if m.get("kind") == "ingest" and m.get("window")
+        for r in m["reports"]
+    ]
+    schema = {"attempt_id": pl.String, "source": pl.String, "rows": pl.Int64, "error": pl.String}
+    if not rows:
+        return pl.DataFrame(schema=schema)
+    latest = (
+        pl.DataFrame(rows, schema={k: pl.String for k in rows[0]})
+        .with_columns(pl.col("start", "end").str.to_datetime(time_unit="us", time_zone="UTC"))
+        .sort("ingest_ts")
+        .group_by("cluster", "connector", "start", "end", maintain_order=True).last()
+        .filter(pl.col("error").is_not_null())
+    )
+    lookback = timedelta(seconds=config.seconds("lookback"))
+    grace = timedelta(seconds=config.seconds("grace"))
+    return (
+        attempts.select("attempt_id", "cluster", "start_ts", "end_ts")
+        .join(latest, on="cluster")
+        .filter((pl.col("start") <= pl.col("end_ts") + grace) & (pl.col("end") > pl.col("start_ts") - lookback))
+        .select(
+            "attempt_id",
+            pl.col("connector").alias("source"),
+            pl.lit(0, dtype=pl.Int64).alias("rows"),
+            pl.concat_str([pl.lit("connector failed: "), pl.col("error")]).alias("error"),
+        )
+        .sort("attempt_id", "source", "error")
+        .unique(["attempt_id", "source"], keep="first", maintain_order=True)
+        .cast(schema)
+    )
 
 
 def state_events(attempts: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
@@ -301,6 +338,7 @@ def run_attribution(
 
     summary = RunSummary(run_id, since, until, attempts.height, n_obs, events.height, results, timings)
     lake.write_manifest(run_id, {
+        "kind": "run",
         "run_id": run_id,
         "run_ts": run_ts.isoformat(),
         "window": {"since": since.isoformat(), "until": until.isoformat()},

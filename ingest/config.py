@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ingest.connectors import ConnectorReport, RegistryError, get_connector, run_connector
+from ingest.connectors import ConnectorReport, RegistryError, get_connector, record_ingest, run_connector
 from ingest.connectors.base import Connector, ConnectorOptions, FetchWindow
 from ingest.lake import Lake
 
@@ -212,8 +212,10 @@ def ingest_from_config(config_path: str | Path, day: date) -> list[ConnectorRepo
     """Run every configured connector for UTC ``day`` into the configured lake.
 
     One failing connector never stops the others: its report carries the error (an
-    unexpected exception too, with its type), the rest still land. Invalid configuration
-    raises :class:`ConfigError` before anything runs.
+    unexpected exception too, with its type), the rest still land; the reports are kept in
+    an ingest manifest (:func:`ingest.connectors.record_ingest`) so that attribution can say
+    which attempts a failed connector should have covered. Invalid configuration raises
+    :class:`ConfigError` before anything runs.
     """
     config = load_config(config_path)
     lake = Lake(config.lake)
@@ -227,4 +229,5 @@ def ingest_from_config(config_path: str | Path, day: date) -> list[ConnectorRepo
                 connector=entry.type, cluster=entry.cluster, error=f"{type(exc).__name__}: {exc}"
             )
         reports.append(report)
+    record_ingest(lake, window, reports)
     return reports

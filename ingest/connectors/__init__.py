@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import uuid
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from importlib.metadata import entry_points
 
 from ingest.connectors.base import (
@@ -146,3 +148,19 @@ __all__ = [
     "ENTRY_POINT_GROUP", "REGISTRY", "ConnectorReport", "RegistryError",
     "available_connectors", "get_connector", "run_connector",
 ]
+
+
+def record_ingest(lake: Lake, window: FetchWindow | None, reports: list[ConnectorReport]) -> str:
+    """Write the ingest manifest ``runs/ingest-<stamp>-<id>.json`` for a set of connector
+    runs over one window, so attribution can report connector failures in the coverage of
+    the attempts they should have covered. Returns the manifest id."""
+    now = datetime.now(timezone.utc)
+    ingest_id = f"ingest-{now:%Y%m%dT%H%M%S%fZ}-{uuid.uuid4().hex[:6]}"
+    lake.write_manifest(ingest_id, {
+        "kind": "ingest",
+        "ingest_id": ingest_id,
+        "ingest_ts": now.isoformat(),
+        "window": None if window is None else {"start": window.start.isoformat(), "end": window.end.isoformat()},
+        "reports": [r.to_dict() for r in reports],
+    })
+    return ingest_id
