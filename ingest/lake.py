@@ -8,11 +8,12 @@ This module is the only code that writes lake tables. Layout (ARCHITECTURE §2):
 
 Three landing modes, chosen per table, make every write idempotent:
 
-* ``by_input`` (observations, metrics, rejects): the file name is derived from the input's
-  identity (``input_id``: a file path, a Loki stream window, an API URL). Landing the same
-  input again rewrites exactly the same files, and any file of that input that the new
-  landing no longer produces is removed (``_inputs/<table>/cluster=<c>/<key>.json`` records
-  which files each input owns).
+* ``by_input`` (observations, metrics, rejects): rows belong to an input (``input_id``: a
+  file path, a Loki stream window, an API URL). :meth:`Lake.land_inputs` lands a batch of
+  inputs at once: one file per (batch, partition) named by a hash of the batch's sorted
+  input ids, so landing the same batch again rewrites the same files. Landing an input
+  again, alone or in another batch, replaces its rows wherever they were (see "Input
+  index" below); landing is idempotent and never duplicates rows.
 * ``upsert`` (attempts, topology): rows are keyed (``attempt_id``; the topology key); a new
   row replaces the stored row with the same key wherever it lives in the cluster.
 * ``replace`` (events, results): the engine hands over the full content of a set of
@@ -21,6 +22,31 @@ Three landing modes, chosen per table, make every write idempotent:
 Every file is written to a hidden temporary name in its final directory, fsynced, then
 renamed into place, so a reader (or a process killed mid-write) never sees a partial file.
 Readers only look at ``*.parquet`` names, which temporary files never have.
+
+Input index (``by_input`` tables). ``_inputs/<table>/cluster=<c>/index.parquet`` has one
+row per (``input_id``, ``file``) saying "this input may have rows in this file" (paths
+relative to the lake root), so a re-landing finds what it must replace without listing the
+table. Landing a batch runs these steps, each file write atomic:
+
+1. write a journal ``pending-<batch key>.parquet`` beside the index: the batch's inputs ×
+   the files this landing is about to write;
+2. write the batch's data files (one per partition);
+3. rewrite every other file the index names for the batch's inputs without their rows
+   (delete a file left empty);
+4. rewrite the index (the batch's inputs now point at the new files only; files deleted in
+   step 3 are dropped) and delete the journals it has absorbed.
+
+The index is always read together with any journals left beside it, and a landing absorbs
+them into the index it writes. What a crash leaves behind (never a partial file):
+
+* before step 2: a journal naming files that may not exist (harmless);
+* during step 2 or 3: some inputs of the batch in both their old and their new files
+  (duplicated, never lost). The index names the old files and the journal the new ones,
+  and both stay known until the input is landed again: landing it again, alone or in any
+  batch (re-running the same ingest is the usual repair), leaves it exactly once;
+* during step 4: a journal the next landing absorbs (the data is already right).
+
+There is one writer per lake at a time (no locking).
 """
 
 from __future__ import annotations
@@ -83,7 +109,16 @@ class LandReport:
 
 def input_key(input_id: str) -> str:
     """Stable file-name key for an input (a short hash of its identity)."""
-    return hashlib.sha1(input_id.encode()).hexdigest()[:16]
+    return batch_key([input_id])
+
+
+def batch_key(input_ids: Iterable[str]) -> str:
+    """Stable file-name key for a set of inputs (a short hash of their sorted ids; for one
+    input the same as :func:`input_key`)."""
+    return hashlib.sha1("\n".join(sorted(input_ids)).encode()).hexdigest()[:16]
+
+
+INDEX_SCHEMA = {"input_id": pl.String, "file": pl.String}
 
 
 def _atomic_write_bytes(path: Path, write) -> None:
@@ -142,14 +177,53 @@ class Lake:
         mode = MODE[table]
         if mode == "replace":
             raise LakeError(f"{table}: derived table, write it with replace_partitions()")
-        frame = self._conform(table, data)
         if mode == "by_input":
             if not input_id:
                 raise LakeError(f"{table}: landing needs an input_id")
-            if "source" in PARTITIONS[table] and not source:
-                raise LakeError(f"{table}: landing needs a source")
-            return self._land_by_input(table, frame, cluster, input_id, source)
-        return self._upsert(table, frame, cluster)
+            # The argument says which input the rows belong to (their column may be unset).
+            rows = data.with_columns(pl.lit(input_id, dtype=pl.String).alias("input_id"))
+            return self.land_inputs(table, rows, cluster=cluster, source=source, input_ids=[input_id])
+        return self._upsert(table, self._conform(table, data), cluster)
+
+    def land_inputs(
+        self,
+        table: str,
+        data: pl.DataFrame,
+        *,
+        cluster: str,
+        source: str | None = None,
+        input_ids: Iterable[str] | None = None,
+    ) -> LandReport:
+        """Land the rows of a batch of inputs of a ``by_input`` table in one write.
+
+        ``data`` has the table's columns; its ``input_id`` column says which input each row
+        belongs to. ``input_ids`` is the batch's set of inputs (default: those in
+        ``data``); list inputs that now have no rows too, so that their old rows go. After
+        the call every input of the batch has exactly its rows of ``data`` in the table,
+        wherever its earlier rows were (idempotent; see the module docstring for the steps
+        and what a crash leaves). Rows are split into day partitions (:data:`DAY_FROM`),
+        one file per partition named by :func:`batch_key`. Raises :class:`LakeError`, with
+        nothing written, when columns are missing or mistyped, a row has no input or no
+        timestamp, or a row's input is not in ``input_ids``.
+        """
+        if MODE[table] != "by_input":
+            raise LakeError(f"{table}: not a by-input table; use land() (upsert) or replace_partitions()")
+        if "source" in PARTITIONS[table] and not source:
+            raise LakeError(f"{table}: landing needs a source")
+        frame = self._conform(table, data).with_columns(self._day_expr(table))
+        if frame["input_id"].null_count():
+            raise LakeError(f"{table}: {frame['input_id'].null_count()} rows have no input_id; set it to the input they came from")
+        given = frame["input_id"].unique()
+        inputs = sorted(set(input_ids)) if input_ids is not None else sorted(given.to_list())
+        outside = given.filter(~given.is_in(pl.Series(inputs, dtype=pl.String).implode()))
+        if outside.len():
+            raise LakeError(f"{table}: rows of inputs outside the batch, e.g. {outside[0]}; add them to input_ids")
+        if frame["day"].null_count():
+            bad = frame.filter(pl.col("day").is_null())["input_id"][0]
+            raise LakeError(f"{table}: {frame['day'].null_count()} rows (e.g. of {bad}) have no timestamp")
+        if not inputs:
+            return LandReport(table, 0, ())
+        return self._land_batch(table, frame, cluster, source, inputs)
 
     def replace_partitions(
         self, table: str, data: pl.DataFrame, *, cluster: str, days: Iterable[date]
@@ -267,30 +341,71 @@ class Lake:
         arrow = frame.to_arrow().cast(TABLES[table])
         _atomic_write_bytes(target, lambda fh: pq.write_table(arrow, fh, **PARQUET_OPTIONS))
 
-    def _land_by_input(
-        self, table: str, frame: pl.DataFrame, cluster: str, input_id: str, source: str | None
+    def _index_dir(self, table: str, cluster: str) -> Path:
+        return self.root / "_inputs" / table / f"cluster={cluster}"
+
+    def _read_index(self, table: str, cluster: str) -> tuple[pl.DataFrame, list[Path]]:
+        """The input index of ``(table, cluster)`` merged with any journals beside it, and
+        the journal files read."""
+        folder = self._index_dir(table, cluster)
+        journals = sorted(folder.glob("pending-*.parquet")) if folder.exists() else []
+        parts = [pl.read_parquet(p) for p in [folder / "index.parquet", *journals] if p.exists()]
+        if not parts:
+            return pl.DataFrame(schema=INDEX_SCHEMA), journals
+        return pl.concat(parts).unique(maintain_order=True), journals
+
+    def _write_index(self, frame: pl.DataFrame, path: Path) -> None:
+        arrow = frame.select(list(INDEX_SCHEMA)).to_arrow()
+        _atomic_write_bytes(path, lambda fh: pq.write_table(arrow, fh, **PARQUET_OPTIONS))
+
+    def _land_batch(
+        self, table: str, frame: pl.DataFrame, cluster: str, source: str | None, inputs: list[str]
     ) -> LandReport:
-        key = input_key(input_id)
-        name = f"part-{key}.parquet"
-        frame = frame.with_columns(self._day_expr(table))
-        if frame["day"].null_count():
-            raise LakeError(f"{table}: {frame['day'].null_count()} rows of {input_id} have no timestamp")
-        index = self.root / "_inputs" / table / f"cluster={cluster}" / f"{key}.json"
-        previous = {self.root / p for p in json.loads(index.read_text())["files"]} if index.exists() else set()
-        written = []
-        for (day,), part in frame.sort("day").partition_by("day", as_dict=True, maintain_order=True).items():
+        key = batch_key(inputs)
+        ids = pl.Series("input_id", inputs, dtype=pl.String)
+        targets: dict[str, pl.DataFrame] = {}
+        for (day,), part in frame.sort("day", maintain_order=True).partition_by(
+            "day", as_dict=True, maintain_order=True
+        ).items():
             values = {"cluster": cluster, "day": day, "source": source}
-            target = _partition_dir(self.root, table, values) / name
-            self._write(part.drop("day"), table, target)
-            written.append(target)
-        # The index says which files this input owns, so a re-landing finds what it must
-        # replace without listing the whole table (millions of job outputs make that slow).
-        body = json.dumps({"input_id": input_id, "files": sorted(str(p.relative_to(self.root)) for p in written)})
-        if written or index.exists():
-            _atomic_write_bytes(index, lambda fh: fh.write(body.encode()))
-        for stale in previous - set(written):
-            stale.unlink(missing_ok=True)
-        return LandReport(table, frame.height, tuple(str(p) for p in written))
+            rel = (_partition_dir(self.root, table, values) / f"part-{key}.parquet").relative_to(self.root)
+            targets[rel.as_posix()] = part.drop("day")
+        owners = pl.concat(
+            [part.select(pl.col("input_id").unique(), pl.lit(rel).alias("file")) for rel, part in targets.items()]
+        ) if targets else pl.DataFrame(schema=INDEX_SCHEMA)
+        index, journals = self._read_index(table, cluster)
+        previous = set(index.filter(pl.col("input_id").is_in(ids.implode()))["file"].unique().to_list()) - set(targets)
+        if not targets and not previous:
+            return LandReport(table, 0, ())
+        folder = self._index_dir(table, cluster)
+        journal = folder / f"pending-{key}.parquet"
+        # 1. Record where the batch is about to land before any data file exists.
+        if targets:
+            self._write_index(ids.to_frame().join(pl.DataFrame({"file": list(targets)}), how="cross"), journal)
+        # 2. The batch's own files.
+        for rel, part in targets.items():
+            self._write(part, table, self.root / rel)
+        # 3. Take the batch's inputs out of every other file that held them.
+        emptied = []
+        for rel in sorted(previous):
+            path = self.root / rel
+            if not path.exists():
+                continue
+            kept = pl.read_parquet(path).filter(~pl.col("input_id").is_in(ids.implode()))
+            if kept.height:
+                self._write(kept, table, path)
+            else:
+                path.unlink()
+                emptied.append(rel)
+        # 4. The index now says exactly where the batch's inputs are.
+        index = pl.concat([
+            index.filter(~pl.col("input_id").is_in(ids.implode()) & ~pl.col("file").is_in(pl.Series(emptied, dtype=pl.String).implode())),
+            owners,
+        ])
+        self._write_index(index, folder / "index.parquet")
+        for done in {*journals, journal}:
+            done.unlink(missing_ok=True)
+        return LandReport(table, frame.height, tuple(str(self.root / rel) for rel in targets))
 
     def _upsert(self, table: str, frame: pl.DataFrame, cluster: str) -> LandReport:
         keys = list(UPSERT_KEYS[table])

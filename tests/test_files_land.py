@@ -166,3 +166,126 @@ def test_appended_output_of_a_requeued_job_is_split_by_attempt(tmp_path):
     obs = observations(lake).sort("seq")
     assert obs["attempt_id"].to_list() == ["slurm/c1/88/0", "slurm/c1/88/0", "slurm/c1/88/1"]
     assert obs["node"].to_list() == ["gpu-a", None, "gpu-c"]
+
+
+# ---------------------------------------------------------------- batches
+
+def fleet_of_formats(folder: Path) -> list[Path]:
+    """One folder holding every format, and the file-boundary cases batching must respect:
+    a file that starts unstamped right after a stamped one, a stampless file, year-less
+    stamps anchored to different mtimes, a kernel log that carries its own boot time next
+    to one that does not, gzip with invalid UTF-8, blank and empty files."""
+    from tests.test_files_parsers import (
+        CUDA_OOM, DMESG_DELTA, DMESG_ISO, DMESG_T, ECC, FALLEN_OFF, GLOG_SIGTERM, NVLINK_XID, PID_RANK,
+        PY_LOGGING, RAW_KMSG, SYSLOG_3164, TF_ISO, write,
+    )
+    import gzip
+    import json
+
+    folder.mkdir()
+    shutil.copy(FIXTURES / "dmesg-gpu.txt", folder / "a-dmesg-gpu.txt")
+    write(folder / "b-kern.txt", [SYSLOG_3164[0][0], "[  200.234935] " + FALLEN_OFF[0]])
+    write(folder / "c-dmesg.txt", [DMESG_T[0], DMESG_ISO[0], RAW_KMSG[0], DMESG_DELTA[0]])
+    write(folder / "d-messages", [line for line, _ in SYSLOG_3164] + ["    wrapped line", "this line is garbage"],
+          mtime=ts(2026, 3, 1))
+    write(folder / "e-syslog", [f"Dec 31 23:59:58 node1 kernel: {FALLEN_OFF[0]}",
+                                f"Jan  1 00:00:03 node1 kernel: {NVLINK_XID[0]}"], mtime=ts(2027, 1, 5))
+    write(folder / "f-syslog", [f"Dec 31 23:59:58 node1 kernel: {FALLEN_OFF[0]}"], mtime=ts(2027, 1, 5))
+    write(folder / "g-journal.json", [
+        json.dumps({"__REALTIME_TIMESTAMP": "1764516758123456", "_HOSTNAME": "gpu-3", "MESSAGE": NVLINK_XID[0]}),
+        json.dumps({"__REALTIME_TIMESTAMP": "1764516759000000", "_COMM": "python3",
+                    "MESSAGE": list(b"\x1b[31m" + ECC[0].encode() + b"\xff")}),
+        "{not json",
+    ])
+    write(folder / "h-train.log", [PY_LOGGING[0], GLOG_SIGTERM[0], TF_ISO[0], PID_RANK[0],
+                                   "[2026-13-45 15:32:38,123] " + CUDA_OOM[0], "[rank]: " + CUDA_OOM[0]],
+          mtime=ts(2026, 9, 1))
+    shutil.copy(FIXTURES / "slurm-4242.out", folder / "i-slurm-4242.out")  # starts unstamped
+    write(folder / "j-pod.log", [f"2026-11-30T15:32:38.123456789Z [default0]:[rank0]: {CUDA_OOM[0]}", ECC[0]])
+    write(folder / "k-stampless.out", [OOM_KILL[0], "", "  0: " + CUDA_OOM[0]])
+    (folder / "l-kern.log.gz").write_bytes(gzip.compress(
+        (SYSLOG_3164[2][0] + "\r\n").encode() + b"Feb 14 05:03:42 gpu-1 kernel: bad \xff\xfe\x00 bytes\n"))
+    (folder / "m-empty.log").write_bytes(b"")
+    (folder / "n-blank.log").write_text("\n  \n\n")
+    return sorted(folder.iterdir())
+
+
+def test_a_batch_parses_every_file_exactly_as_alone(tmp_path):
+    from ingest.files.common import ParseContext, lines_of, read_bytes
+    from ingest.files.read import parse_batch, read_log_file
+
+    files = [p.resolve() for p in fleet_of_formats(tmp_path / "logs")]
+    now = ts(2026, 12, 1, 12)
+    alone = [read_log_file(p, default_node="gpu-9", ingest_time=now) for p in files]
+    raws = [read_bytes(p) for p in files]
+    batch = parse_batch(lines_of(files, [r for r, _ in raws], [m for _, m in raws]),
+                        ParseContext(year=None, boot_time=None, default_node="gpu-9", ingest_time=now))
+    assert batch.files["source"].to_list() == [p.source for p in alone]
+    assert set(batch.files["source"]) == {"kmsg", "syslog", "journald", "app", "kubectl"}
+    assert batch.files["lines"].to_list() == [p.lines for p in alone]
+    assert batch.files["blank"].to_list() == [p.blank for p in alone]
+    for i, one in enumerate(alone):
+        obs = batch.observations.filter(pl.col("file") == i).drop("file", "source")
+        rejects = batch.rejects.filter(pl.col("file") == i).drop("file")
+        assert obs.equals(one.observations), one.path.name
+        assert rejects.equals(one.rejects), one.path.name
+        assert one.lines == obs.height + rejects.height
+    assert batch.observations.height > 30 and batch.rejects.height > 5
+
+
+def test_landing_in_several_batches_lands_what_each_file_parses_to(tmp_path, monkeypatch):
+    from ingest.files import land
+    from ingest.files.read import read_log_file
+
+    lake = Lake(tmp_path / "lake")
+    logs = tmp_path / "logs"
+    files = fleet_of_formats(logs)
+    monkeypatch.setattr(land, "BATCH_BYTES", 1500)  # a few files per batch
+    report = land_log_files(lake, [logs], cluster=CLUSTER, node="gpu-9")
+    alone = [read_log_file(p, default_node="gpu-9") for p in files]
+    assert [Path(f.path).name for f in report.files] == [p.name for p in files]
+    assert [(f.source, f.read, f.landed, f.rejected) for f in report.files] == [
+        (p.source, p.lines, p.observations.height, p.rejects.height) for p in alone
+    ]
+    # lines read == observations + rejects, per file and in the lake
+    assert all(f.read == f.landed + f.rejected for f in report.files)
+    assert lake.scan("observations").collect().height + lake.scan("rejects").collect().height == report.read
+
+    def comparable(frame: pl.DataFrame) -> pl.DataFrame:  # ingest times differ between runs
+        return frame.select(
+            pl.when(pl.col("ts_source") == "ingest").then(None).otherwise(pl.col("ts")).alias("ts"),
+            pl.all().exclude("ts", "source", "day", "cluster"),
+        ).sort("origin")
+
+    stored = lake.scan("observations").collect()
+    assert comparable(stored).equals(comparable(pl.concat([p.observations for p in alone])))
+    assert set(stored["source"]) == {p.source for p in alone}
+    rejects = lake.scan("rejects").collect().drop("ts_ingest", "day", "cluster").sort("origin")
+    assert rejects.equals(pl.concat([p.rejects for p in alone]).drop("ts_ingest").sort("origin"))
+
+
+def test_many_files_land_in_few_parquet_files_and_reland_in_place(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    land_attempts(lake, [
+        {"attempt_id": f"slurm/c1/{job}/0", "job_id": str(job), "attempt_index": 0,
+         "start_ts": ts(2026, 12, 6, 17, 0), "end_ts": ts(2026, 12, 6, 19, 0),
+         "nodes": ["gpu-a", "gpu-b"], "n_nodes": 2, "ranks_per_node": 4}
+        for job in range(1000, 1200)
+    ])
+    for job in range(1000, 1200):
+        (jobs / f"slurm-{job}.out").write_text(f"  5: {WATCHDOG_R3[0]}\n{OOM_KILL[0]}\n")
+    report = land_log_files(lake, [jobs], cluster=CLUSTER, year=2026)
+    assert len(report.files) == 200 and report.landed == 400
+    assert report.files[7].attempt_ids == ("slurm/c1/1007/0",)
+    assert len(lake.files("observations")) == 1
+    obs = lake.scan("observations").collect()
+    assert obs.filter(pl.col("rank") == 3)["node"].unique().to_list() == ["gpu-a"]
+    assert obs.group_by("attempt_id").len()["len"].unique().to_list() == [2]
+    # one of them alone, then all again: never duplicated
+    land_log_files(lake, [jobs / "slurm-1007.out"], cluster=CLUSTER, year=2026)
+    assert len(lake.files("observations")) == 2
+    land_log_files(lake, [jobs], cluster=CLUSTER, year=2026)
+    assert lake.scan("observations").collect().height == 400
+    assert len(lake.files("observations")) == 1

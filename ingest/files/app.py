@@ -72,6 +72,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Parse application log lines (see the module docstring)."""
     frame = peel_prefixes(lines, "line", ctx)
     return frame.select(
+        "file",
         "seq",
         "ts",
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("line")).alias("ts_kind"),

@@ -45,14 +45,29 @@ SIGNATURES: dict[str, str] = {
 HEAD_LINES = 20
 
 
+def detect_sources(lines: pl.DataFrame) -> pl.DataFrame:
+    """The source of every file of a batch (``file``, ``source``), from the first
+    :data:`HEAD_LINES` non-blank lines of each, all files at once. Files without any line
+    are absent (the caller treats them as ``app``)."""
+    head = lines.select("file", "line").group_by("file", maintain_order=True).head(HEAD_LINES)
+    scores = head.group_by("file", maintain_order=True).agg(
+        pl.col("line").str.contains(rx).sum().alias(name) for name, rx in SIGNATURES.items()
+    )
+    best = pl.max_horizontal(*SIGNATURES)
+    # The first signature reaching the best score wins; no score at all → free text.
+    choice = pl.when(best == 0).then(pl.lit("app"))
+    for name in SIGNATURES:
+        choice = choice.when(pl.col(name) == best).then(pl.lit(name))
+    return scores.select("file", choice.alias("source"))
+
+
 def detect_source(lines: pl.DataFrame) -> str:
-    """The source name for a file from its first non-blank lines (``app`` if none fits)."""
-    head = lines.head(HEAD_LINES)["line"]
-    if head.is_empty():
-        return "app"
-    scores = {name: int(head.str.contains(rx).sum()) for name, rx in SIGNATURES.items()}
-    best = max(scores, key=lambda name: scores[name])
-    return best if scores[best] else "app"
+    """The source name for one file from its first non-blank lines (``app`` if none fits);
+    ``lines`` has a ``line`` column (and optionally ``file``, all the same)."""
+    if "file" not in lines.columns:
+        lines = lines.with_columns(pl.lit(0, dtype=pl.UInt32).alias("file"))
+    found = detect_sources(lines)
+    return found["source"][0] if found.height else "app"
 
 
 def check_source(source: str) -> str:

@@ -51,8 +51,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     )
     if frame["_bytes"].any():
         arrays = frame.filter(pl.col("_bytes"))
-        decoded = arrays.select("seq", decode_byte_arrays(arrays["_msg"]).alias("_decoded"))
-        frame = frame.join(decoded, on="seq", how="left", maintain_order="left").with_columns(
+        decoded = arrays.select("file", "seq", decode_byte_arrays(arrays["_msg"]).alias("_decoded"))
+        frame = frame.join(decoded, on=["file", "seq"], how="left", maintain_order="left").with_columns(
             pl.coalesce("_decoded", "_msg").alias("_msg")
         )
     ts = pl.col("_rt").cast(pl.Int64, strict=False).cast(TS_DTYPE)
@@ -63,6 +63,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(pl.col("_msg").is_null()).then(pl.lit("no MESSAGE field"))
     )
     return frame.select(
+        "file",
         "seq",
         ts.alias("ts"),
         pl.when(ts.is_not_null()).then(pl.lit("line")).alias("ts_kind"),

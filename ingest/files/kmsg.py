@@ -14,8 +14,6 @@ read (``dmesg -d`` deltas such as ``[  +0.000004]``) is rejected.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 import polars as pl
 
 from ingest.files.common import (
@@ -62,14 +60,22 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         _seconds_to_us(pl.col("smono")).alias("_smono_us"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_sys_ts"))
-    boot = ctx.boot_time or _boot_time_from(frame)
-    guessed = boot is None and ctx.end_at_ingest and frame["_mono_us"].max() is not None
-    if guessed:
-        boot = ctx.ingest_time - timedelta(microseconds=frame["_mono_us"].max())
-    if boot is not None:
-        monotonic = pl.lit(boot, dtype=TS_DTYPE) + pl.duration(microseconds=pl.col("_mono_us"))
+    mono = pl.col("_mono_us")
+    if ctx.boot_time is not None:
+        boot = pl.lit(ctx.boot_time, dtype=TS_DTYPE)
     else:
-        monotonic = pl.lit(None, dtype=TS_DTYPE)
+        # Per file: the first line that carries both a wall and a monotonic stamp.
+        both = pl.col("_sys_ts").is_not_null() & pl.col("_smono_us").is_not_null()
+        boot = (pl.col("_sys_ts") - pl.duration(microseconds=pl.col("_smono_us"))).filter(both).first().over("file")
+    if ctx.boot_time is None and ctx.end_at_ingest:
+        guessed = boot.is_null() & mono.max().over("file").is_not_null()
+        boot = pl.when(guessed).then(
+            pl.lit(ctx.ingest_time, dtype=TS_DTYPE) - pl.duration(microseconds=mono.max().over("file"))
+        ).otherwise(boot)
+    else:
+        guessed = pl.lit(False)
+    frame = frame.with_columns(boot.alias("_boot"), guessed.alias("_guessed"))
+    monotonic = pl.col("_boot") + pl.duration(microseconds=mono)
     wall = pl.coalesce(
         pl.col("ctime").str.to_datetime(
             "%a %b %e %H:%M:%S %Y", time_unit="us", time_zone="UTC", strict=False
@@ -89,10 +95,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         )
     )
     return frame.select(
+        "file",
         "seq",
         ts.alias("ts"),
         pl.when(ts.is_null()).then(None)
-        .when(has_mono).then(pl.lit("ingest" if guessed else "monotonic"))
+        .when(has_mono & pl.col("_guessed")).then(pl.lit("ingest"))
+        .when(has_mono).then(pl.lit("monotonic"))
         .otherwise(pl.lit("line")).alias("ts_kind"),
         pl.coalesce(pl.col("shost"), pl.lit(ctx.default_node, dtype=pl.String)).alias("node"),
         pl.lit(None, dtype=pl.Int32).alias("rank"),
@@ -103,12 +111,3 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         reason.cast(pl.String).alias("reason"),
     )
 
-
-def _boot_time_from(frame: pl.DataFrame) -> datetime | None:
-    """Boot time from the first line that carries both a wall and a monotonic stamp."""
-    both = frame.filter(pl.col("_sys_ts").is_not_null() & pl.col("_smono_us").is_not_null())
-    if not both.height:
-        return None
-    return both.select(
-        pl.col("_sys_ts") - pl.duration(microseconds=pl.col("_smono_us"))
-    ).item(0, 0)

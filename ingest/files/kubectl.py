@@ -31,6 +31,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(ts.is_null()).then(pl.lit("invalid date in the RFC 3339 timestamp"))
     )
     return frame.select(
+        "file",
         "seq",
         ts.alias("ts"),
         pl.when(ts.is_not_null()).then(pl.lit("line")).alias("ts_kind"),

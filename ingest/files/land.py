@@ -1,22 +1,41 @@
-"""Land log files: expand paths, tie each file to its attempt, write through the lake."""
+"""Land log files: expand paths, read them in batches, tie lines to attempts, write through
+the lake.
+
+Files are read in batches bounded by :data:`BATCH_BYTES` of (decompressed) text. Each batch
+is parsed with one run of each parser (:func:`ingest.files.read.parse_batch`), tied to
+attempts with joins, and landed with one :meth:`ingest.lake.Lake.land_inputs` call per
+source and table: a fleet's million job outputs become a few hundred Parquet files, not a
+million, and Python only loops over files to read their bytes.
+"""
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
 
-from ingest.files.common import TS_DTYPE, FilesError
+from ingest.files.common import TS_DTYPE, FileBatch, FilesError, ParseContext, lines_of, read_bytes
 from ingest.files.detect import check_source
-from ingest.files.read import ParsedFile, read_log_file
+from ingest.files.read import ParsedBatch, as_utc, parse_batch
 from ingest.lake import Lake
+from ingest.schema import ATTEMPTS
 
-SLURM_OUTPUT = re.compile(r"^slurm-(?P<job>\d+(?:_\d+)?)\.out(?:\.gz)?$")
-"""Slurm's default output names ``slurm-%j.out`` and ``slurm-%A_%a.out``."""
+SLURM_OUTPUT = r"(?:^|/)slurm-(\d+(?:_\d+)?)\.out(?:\.gz)?$"
+"""Slurm's default output names ``slurm-%j.out`` and ``slurm-%A_%a.out`` (group 1: the job
+id, ``1234`` or ``1234_7``), matched at the end of a path."""
+
+SLURM_NAME = re.compile(SLURM_OUTPUT)
+
+BATCH_BYTES = 128 * 1024 * 1024
+"""Text read per batch. Parsing holds a few copies of the batch's lines, so this bounds the
+memory of a landing whatever the number of files (one larger file is its own batch)."""
+
+ATTEMPT_FIELDS = ["attempt_id", "start_ts", "end_ts", "nodes", "ranks_per_node", "gpus_per_node"]
 
 
 @dataclass(frozen=True)
@@ -53,23 +72,39 @@ class FilesReport:
         return sum(f.rejected for f in self.files)
 
 
+def _files_under(folder: str, out: list[str]) -> None:
+    """Append the files below ``folder`` (hidden entries skipped, directory symlinks not
+    followed) to ``out``. ``scandir`` entries know their type without a ``stat`` per file."""
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                _files_under(entry.path, out)
+            elif entry.is_file():
+                out.append(os.path.realpath(entry.path) if entry.is_symlink() else entry.path)
+
+
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     """Files named by ``paths``: files as given, directories recursed (sorted, hidden
-    entries skipped), duplicates removed. Raises :class:`FilesError` for a missing path or
-    a directory without files, before anything is read."""
-    out: dict[Path, None] = {}
+    entries skipped), duplicates removed, all resolved. Raises :class:`FilesError` for a
+    missing path or a directory without files, before anything is read."""
+    return [Path(p) for p in resolved_files(paths)]
+
+
+def resolved_files(paths: Iterable[str | Path]) -> list[str]:
+    """:func:`expand_paths` as strings (a million ``Path`` objects cost seconds)."""
+    out: dict[str, None] = {}
     for raw in paths:
         path = Path(raw)
         if path.is_file():
-            out[path.resolve()] = None
+            out[str(path.resolve())] = None
         elif path.is_dir():
-            found = sorted(
-                p for p in path.rglob("*")
-                if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            )
+            found: list[str] = []
+            _files_under(str(path.resolve()), found)
             if not found:
                 raise FilesError(f"{path}: directory holds no files; point at the log files or their folder")
-            out.update((p.resolve(), None) for p in found)
+            out.update(dict.fromkeys(sorted(found, key=lambda p: p.split(os.sep))))
         else:
             raise FilesError(f"{path}: no such file or directory; check the path")
     if not out:
@@ -77,100 +112,139 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     return list(out)
 
 
-def job_id_from_name(path: Path) -> str | None:
-    """The Slurm job id in a default output file name (``slurm-1234.out`` → ``"1234"``,
-    ``slurm-1234_7.out`` → ``"1234_7"``), else None."""
-    match = SLURM_OUTPUT.match(path.name)
-    return match.group("job") if match else None
-
-
-ATTEMPT_FIELDS = ["attempt_id", "start_ts", "end_ts", "nodes", "ranks_per_node", "gpus_per_node"]
+def read_batches(files: list[str], budget: int) -> Iterator[FileBatch]:
+    """Read ``files`` in order into batches of about ``budget`` bytes of text each."""
+    paths: list[str] = []
+    raws: list[bytes] = []
+    mtimes: list[int] = []
+    size = 0
+    for path in files:
+        raw, mtime_us = read_bytes(path)
+        paths.append(path)
+        raws.append(raw)
+        mtimes.append(mtime_us)
+        size += len(raw)
+        if size >= budget:
+            yield lines_of(paths, raws, mtimes)
+            paths, raws, mtimes, size = [], [], [], 0
+    if paths:
+        yield lines_of(paths, raws, mtimes)
 
 
 def known_attempts(lake: Lake, cluster: str) -> pl.DataFrame:
-    """The cluster's attempts, read once per landing call (not once per file)."""
+    """The cluster's attempts, read once per landing call (not once per file or batch)."""
     return lake.scan("attempts", clusters=[cluster]).select(ATTEMPT_FIELDS + ["job_id", "attempt_index"]).collect()
 
 
-def find_attempts(
-    attempts: pl.DataFrame, parsed: ParsedFile, *, attempt_id: str | None
-) -> pl.DataFrame:
-    """The attempts a file's lines may belong to (:data:`ATTEMPT_FIELDS` columns).
+def candidate_attempts(files: pl.DataFrame, attempts: pl.DataFrame, *, attempt_id: str | None) -> pl.DataFrame:
+    """The attempts each file's lines may belong to: ``file``, :data:`ATTEMPT_FIELDS` and
+    ``_k`` (the order of the attempt among the file's candidates, by start).
 
-    ``attempt_id`` wins (a row with just the id when the lake does not know it). Otherwise
-    a ``slurm-%j.out`` name selects every attempt of that job: a requeued job appends all
-    its attempts to one output file, and :func:`tie_to_attempts` splits the lines by time.
+    ``attempt_id`` wins for every file (a row with just the id when the lake does not know
+    it). Otherwise a ``slurm-%j.out`` name selects every attempt of that job: a requeued
+    job appends all its attempts to one output file, and :func:`tie_to_attempts` splits
+    the lines by time. Files with no candidate are absent.
     """
+    fields = attempts.select(ATTEMPT_FIELDS + ["attempt_index"])
     if attempt_id is not None:
-        rows = attempts.filter(pl.col("attempt_id") == attempt_id)
+        rows = fields.filter(pl.col("attempt_id") == attempt_id)
         if not rows.height:
             rows = pl.concat([rows, pl.DataFrame({"attempt_id": [attempt_id]})], how="diagonal_relaxed")
-        return rows.select(ATTEMPT_FIELDS)
-    job_id = job_id_from_name(parsed.path)
-    if job_id is None:
-        return attempts.head(0).select(ATTEMPT_FIELDS)
-    return (
-        attempts.filter(pl.col("job_id") == job_id)
-        .sort("attempt_index", "start_ts", nulls_last=False)
-        .select(ATTEMPT_FIELDS)
-    )
+        cands = files.select("file").join(rows, how="cross")
+    else:
+        jobs = files.select("file", pl.col("input_id").str.extract(SLURM_OUTPUT, 1).alias("job_id"))
+        cands = jobs.drop_nulls("job_id").join(
+            attempts.select("job_id", "attempt_id"), on="job_id", how="inner"
+        ).drop("job_id").join(fields, on="attempt_id", how="left")
+    return cands.sort("file", "start_ts", "attempt_index", nulls_last=False, maintain_order=True).with_columns(
+        pl.int_range(pl.len()).over("file").alias("_k")
+    ).drop("attempt_index")
 
 
-def tie_to_attempts(parsed: ParsedFile, attempts: pl.DataFrame) -> ParsedFile:
-    """Set each line's ``attempt_id``, map ranks to nodes, date stampless files.
+def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
+    """Set each line's ``attempt_id``, map ranks to nodes, date stampless files — for every
+    file of a batch at once (``cands`` from :func:`candidate_attempts`).
 
     With several attempts (a requeued job), a line belongs to the last attempt that had
     started by its time (lines before the first start go to the first attempt; a file with
-    no stamp at all goes to the last attempt). Rank ``r``
-    runs on ``nodes[r // ranks_per_node]`` of its attempt (``gpus_per_node`` when the ranks
-    per node are unknown), joined on the node index; a node already known from the line or
-    ``--node`` is kept. In a file with no stamp at all, lines take the first attempt's start
-    instead of the ingest time.
+    no stamp at all goes to the last attempt, and its lines take that attempt's start
+    instead of the ingest time). Rank ``r`` runs on ``nodes[r // ranks_per_node]`` of its
+    attempt (``gpus_per_node`` when the ranks per node are unknown); a node already known
+    from the line or ``--node`` is kept.
     """
-    if attempts.is_empty():
-        return parsed
-    obs = parsed.observations
-    ordered = attempts.sort("start_ts", nulls_last=False)
-    if (obs["ts_source"] == "ingest").all():
-        # Nothing dates the lines: Slurm rewrites the output file on requeue unless told to
-        # append, so an unstamped file most likely holds the last attempt.
-        ordered = ordered.tail(1)
-    first = ordered.row(0, named=True)
-    if first["start_ts"] is not None:
-        dated = pl.col("ts_source") == "ingest"
-        obs = obs.with_columns(
-            pl.when(dated).then(pl.lit(first["start_ts"], dtype=TS_DTYPE)).otherwise(pl.col("ts")).alias("ts"),
-            pl.when(dated).then(pl.lit("inferred")).otherwise(pl.col("ts_source")).alias("ts_source"),
-        )
-    if ordered.height == 1 or ordered["start_ts"].null_count():
-        obs = obs.with_columns(pl.lit(first["attempt_id"], dtype=pl.String).alias("attempt_id"))
-    else:
-        starts = ordered.select(pl.col("start_ts").alias("_start"), pl.col("attempt_id").alias("_attempt"))
-        obs = (
-            obs.with_row_index("_row").sort("ts")
-            .join_asof(starts, left_on="ts", right_on="_start", strategy="backward")
-            .with_columns(pl.coalesce("_attempt", pl.lit(first["attempt_id"])).alias("attempt_id"))
-            .sort("_row").drop("_row", "_start", "_attempt")
-        )
-    placed = (
-        ordered.select(
-            "attempt_id",
-            pl.coalesce("ranks_per_node", "gpus_per_node").cast(pl.Int64).alias("_per_node"),
-            pl.col("nodes").alias("_rank_node"),
-        )
-        .filter(pl.col("_per_node").is_not_null() & (pl.col("_per_node") > 0))
-        .explode("_rank_node")
-        .with_columns(pl.int_range(pl.len()).over("attempt_id").alias("_index"))
+    if cands.is_empty():
+        return obs
+    stampless = obs.group_by("file").agg((pl.col("ts_source") == "ingest").all().alias("_stampless"))
+    # Nothing dates the lines of a stampless file: Slurm rewrites the output file on
+    # requeue unless told to append, so it most likely holds the last attempt.
+    k = pl.col("_k")
+    cands = cands.join(stampless, on="file", how="left").filter(
+        ~pl.col("_stampless").fill_null(True) | (k == k.max().over("file"))
     )
-    obs = (
-        obs.join(placed.select("attempt_id", "_per_node").unique(), on="attempt_id", how="left", maintain_order="left")
-        .with_columns((pl.col("rank").cast(pl.Int64) // pl.col("_per_node")).alias("_index"))
-        .join(placed.select("attempt_id", "_index", "_rank_node"), on=["attempt_id", "_index"], how="left",
-              maintain_order="left")
-        .with_columns(pl.coalesce("node", "_rank_node").alias("node"))
-        .drop("_per_node", "_index", "_rank_node")
+    per_file = cands.group_by("file").agg(
+        pl.col("attempt_id").sort_by("_k").first().alias("_first"),
+        pl.col("start_ts").sort_by("_k").first().alias("_first_start"),
+        ((pl.len() > 1) & pl.col("start_ts").is_not_null().all()).alias("_split"),
     )
-    return replace(parsed, observations=obs)
+    obs = obs.join(per_file, on="file", how="left", maintain_order="left")
+    dated = (pl.col("ts_source") == "ingest") & pl.col("_first_start").is_not_null()
+    obs = obs.with_columns(
+        pl.when(dated).then(pl.col("_first_start")).otherwise(pl.col("ts")).cast(TS_DTYPE).alias("ts"),
+        pl.when(dated).then(pl.lit("inferred")).otherwise(pl.col("ts_source")).alias("ts_source"),
+        pl.col("_first").alias("attempt_id"),
+    )
+    if obs["_split"].any():
+        obs = obs.with_row_index("_row")
+        split_files = per_file.filter(pl.col("_split")).select("file")
+        starts = cands.join(split_files, on="file", how="semi").select(
+            "file", pl.col("start_ts").alias("_start"), pl.col("attempt_id").alias("_attempt")
+        ).sort("_start")
+        hits = (
+            obs.filter(pl.col("_split").fill_null(False)).select("_row", "file", "ts").sort("ts")
+            .join_asof(starts, left_on="ts", right_on="_start", by="file", strategy="backward",
+                       check_sortedness=False)
+        )
+        obs = obs.join(hits.select("_row", "_attempt"), on="_row", how="left", maintain_order="left").with_columns(
+            pl.coalesce("_attempt", "attempt_id").alias("attempt_id")
+        ).drop("_row", "_attempt")
+    placed = cands.select(
+        "attempt_id",
+        pl.coalesce("ranks_per_node", "gpus_per_node").cast(pl.Int64).alias("_per_node"),
+        pl.col("nodes").alias("_nodes"),
+    ).unique("attempt_id", keep="first")
+    index = pl.col("rank").cast(pl.Int64) // pl.col("_per_node")
+    rank_node = pl.when((pl.col("_per_node") > 0) & (index >= 0)).then(pl.col("_nodes").list.get(index, null_on_oob=True))
+    return (
+        obs.join(placed, on="attempt_id", how="left", maintain_order="left")
+        .with_columns(pl.coalesce("node", rank_node).alias("node"))
+        .drop("_first", "_first_start", "_split", "_per_node", "_nodes")
+    )
+
+
+def land_batch(lake: Lake, parsed: ParsedBatch, cands: pl.DataFrame, cluster: str) -> list[FileReport]:
+    """Tie one parsed batch to its attempts and land it: one ``land_inputs`` per source for
+    observations, one for rejects. Returns the batch's per-file reports, in file order."""
+    files = parsed.files
+    obs = tie_to_attempts(parsed.observations, cands)
+    for name in sorted(files["source"].unique().to_list()):
+        lake.land_inputs(
+            "observations", obs.filter(pl.col("source") == name), cluster=cluster, source=name,
+            input_ids=files.filter(pl.col("source") == name)["input_id"],
+        )
+    lake.land_inputs("rejects", parsed.rejects, cluster=cluster, input_ids=files["input_id"])
+    landed = obs.group_by("file").agg(
+        pl.len().alias("landed"), pl.col("attempt_id").drop_nulls().unique().sort().alias("attempt_ids"),
+    )
+    rejected = parsed.rejects.group_by("file").agg(pl.len().alias("rejected"))
+    rows = (
+        files.join(landed, on="file", how="left").join(rejected, on="file", how="left").sort("file")
+        .select("input_id", "source", "attempt_ids", "lines",
+                pl.col("landed").fill_null(0), pl.col("rejected").fill_null(0))
+    )
+    return [
+        FileReport(path, source, tuple(ids or ()), read, landed, rejected)
+        for path, source, ids, read, landed, rejected in rows.iter_rows()
+    ]
 
 
 def land_log_files(
@@ -189,29 +263,28 @@ def land_log_files(
 
     Every path and the ``source`` are checked before anything is read or landed (a bad one
     raises :class:`FilesError`). Each file lands under its resolved path as ``input_id``:
-    landing it again replaces its rows, so re-landing is idempotent. ``node`` is the node of
-    lines that name none; ``attempt_id`` ties every file to that attempt (default: Slurm
-    output names are looked up in the lake's attempts); ``end_at_ingest`` see
-    :func:`read_log_file`. Returns per-file counts.
+    landing it again, alone or with other files, replaces its rows, so re-landing is
+    idempotent. ``node`` is the node of lines that name none; ``attempt_id`` ties every
+    file to that attempt (default: Slurm output names are looked up in the lake's
+    attempts); ``year``, ``boot_time`` and ``end_at_ingest`` see
+    :func:`ingest.files.read.read_log_file`. Returns per-file counts, in path order.
     """
     if source is not None:
         check_source(source)
-    files = expand_paths(paths)
+    files = resolved_files(paths)
+    # Only Slurm output names and --attempt-id tie files to attempts: node logs (most
+    # landing calls) skip reading the attempts table.
+    if attempt_id is not None or any(SLURM_NAME.search(f) for f in files):
+        attempts = known_attempts(lake, cluster)
+    else:
+        attempts = pl.from_arrow(ATTEMPTS.empty_table()).select(ATTEMPT_FIELDS + ["job_id", "attempt_index"])
+    ctx = ParseContext(
+        year=year, boot_time=as_utc(boot_time), default_node=node,
+        ingest_time=datetime.now(timezone.utc), end_at_ingest=end_at_ingest,
+    )
     report = FilesReport()
-    attempts = known_attempts(lake, cluster)
-    for path in files:
-        parsed = read_log_file(path, source=source, year=year, boot_time=boot_time, default_node=node,
-                               end_at_ingest=end_at_ingest)
-        parsed = tie_to_attempts(parsed, find_attempts(attempts, parsed, attempt_id=attempt_id))
-        lake.land("observations", parsed.observations, cluster=cluster,
-                  input_id=parsed.input_id, source=parsed.source)
-        lake.land("rejects", parsed.rejects, cluster=cluster, input_id=parsed.input_id)
-        report.files.append(FileReport(
-            path=parsed.input_id,
-            source=parsed.source,
-            attempt_ids=tuple(sorted(parsed.observations["attempt_id"].drop_nulls().unique().to_list())),
-            read=parsed.lines,
-            landed=parsed.observations.height,
-            rejected=parsed.rejects.height,
-        ))
+    for batch in read_batches(files, BATCH_BYTES):
+        parsed = parse_batch(batch, ctx, source)
+        cands = candidate_attempts(parsed.files, attempts, attempt_id=attempt_id)
+        report.files.extend(land_batch(lake, parsed, cands, cluster))
     return report

@@ -1,4 +1,4 @@
-"""Read one log file into observation rows and rejects (no lake access)."""
+"""Parse log files into observation rows and rejects (no lake access), many files at once."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 
 from ingest.files.common import (
-    PARSED_COLUMNS, TS_DTYPE, FilesError, ParseContext, file_mtime, fill_stamps, read_lines,
+    PARSED_COLUMNS, TS_DTYPE, FileBatch, FilesError, ParseContext, fill_stamps, lines_of, read_bytes,
 )
-from ingest.files.detect import PARSERS, check_source, detect_source
+from ingest.files.detect import PARSERS, check_source, detect_sources
 from ingest.schema import OBSERVATIONS, REJECTS
 
 
@@ -20,7 +20,7 @@ class ParsedFile:
     """One file, parsed.
 
     ``observations`` has exactly the ``OBSERVATIONS`` columns (``attempt_id`` still null:
-    tying a file to an attempt needs the lake, see :func:`ingest.files.land.tie_to_attempt`);
+    tying a file to an attempt needs the lake, see :func:`ingest.files.land.tie_to_attempts`);
     ``rejects`` the ``REJECTS`` columns. ``lines`` counts the non-blank lines read, and
     ``lines == observations.height + rejects.height`` always holds; ``blank`` counts the
     blank lines skipped (they carry nothing).
@@ -35,6 +35,22 @@ class ParsedFile:
     rejects: pl.DataFrame
 
 
+@dataclass(frozen=True)
+class ParsedBatch:
+    """A batch of files, parsed.
+
+    ``files`` has one row per file: ``file``, ``input_id``, ``mtime``, ``bytes``,
+    ``blank``, ``source`` (given or detected) and ``lines`` (non-blank lines read).
+    ``observations`` has the ``OBSERVATIONS`` columns plus ``file`` and ``source``;
+    ``rejects`` the ``REJECTS`` columns plus ``file``. Per file, ``lines`` equals its
+    observations plus its rejects.
+    """
+
+    files: pl.DataFrame
+    observations: pl.DataFrame
+    rejects: pl.DataFrame
+
+
 def as_utc(moment: datetime | None) -> datetime | None:
     """``moment`` in UTC; a naive datetime is taken to be UTC already."""
     if moment is None:
@@ -42,6 +58,51 @@ def as_utc(moment: datetime | None) -> datetime | None:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc)
+
+
+def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) -> ParsedBatch:
+    """Parse every file of ``batch``: detect each file's source (unless ``source`` forces
+    one), run each parser once over the lines of all its files, fill missing stamps per
+    file and split accepted lines from rejects."""
+    lines = batch.lines
+    if source is None:
+        files = batch.files.join(detect_sources(lines), on="file", how="left", maintain_order="left")
+        files = files.with_columns(pl.col("source").fill_null("app"))
+        by_source = lines.join(files.select("file", "source"), on="file", how="left", maintain_order="left")
+        groups = by_source.partition_by("source", as_dict=True, maintain_order=True, include_key=False)
+        parts = [(name, part) for (name,), part in groups.items()]
+    else:
+        files = batch.files.with_columns(pl.lit(source).alias("source"))
+        parts = [(source, lines)]
+    counts = lines.group_by("file").len("lines").with_columns(pl.col("lines").cast(pl.Int64))
+    files = files.join(counts, on="file", how="left", maintain_order="left").with_columns(pl.col("lines").fill_null(0))
+    parsed = [
+        # Parsers keep every row in order, so the raw line and the source line up by position.
+        PARSERS[name](part, ctx).select(PARSED_COLUMNS).with_columns(part["line"], pl.lit(name).alias("source"))
+        for name, part in parts if part.height
+    ]
+    if parsed:
+        frame = pl.concat(parsed).join(files.select("file", "input_id"), on="file", how="left", maintain_order="left")
+    else:
+        frame = pl.DataFrame(schema={
+            **dict.fromkeys(PARSED_COLUMNS, pl.String), "file": pl.UInt32, "seq": pl.Int64, "ts": TS_DTYPE,
+            "rank": pl.Int32, "line": pl.String, "source": pl.String, "input_id": pl.String,
+        })
+    origin = pl.concat_str([pl.col("input_id"), pl.lit(":"), pl.col("seq").cast(pl.String)]).alias("origin")
+    accepted = fill_stamps(frame.filter(pl.col("reason").is_null()), ctx.ingest_time)
+    observations = accepted.with_columns(pl.lit(None, dtype=pl.String).alias("attempt_id"), origin).select(
+        *OBSERVATIONS.names, "file", "source"
+    )
+    rejects = frame.filter(pl.col("reason").is_not_null()).select(
+        pl.lit(ctx.ingest_time, dtype=TS_DTYPE).alias("ts_ingest"),
+        "source",
+        origin,
+        "reason",
+        pl.col("line").alias("raw"),
+        "input_id",
+        "file",
+    )
+    return ParsedBatch(files, observations, rejects)
 
 
 def read_log_file(
@@ -62,45 +123,27 @@ def read_log_file(
     ``boot_time`` converts kernel monotonic stamps, ``default_node`` is the node of lines
     that name none, ``ingest_time`` (default: now) stamps rejects and lines of a file with
     no time at all; ``end_at_ingest`` places a kernel log with no boot time as if it ended
-    then (one-shot diagnosis) instead of rejecting its lines. Raises :class:`FilesError` for a missing file or an unknown source.
+    then (one-shot diagnosis) instead of rejecting its lines. Raises :class:`FilesError` for
+    a missing file or an unknown source. The same code parses batches of files
+    (:func:`parse_batch`), so one file alone gives the same rows as inside a batch.
     """
     path = Path(path)
     if not path.is_file():
         raise FilesError(f"{path}: no such file; check the path")
     if source is not None:
         check_source(source)
-    lines, blank = read_lines(path)
-    name = source or detect_source(lines)
-    ingest_time = as_utc(ingest_time) or datetime.now(timezone.utc)
+    resolved = path.resolve()
+    raw, mtime_us = read_bytes(resolved)
     ctx = ParseContext(
-        path=path,
-        mtime=file_mtime(path),
         year=year,
         boot_time=as_utc(boot_time),
         default_node=default_node,
-        ingest_time=ingest_time,
+        ingest_time=as_utc(ingest_time) or datetime.now(timezone.utc),
         end_at_ingest=end_at_ingest,
     )
-    parsed = PARSERS[name](lines, ctx).select(PARSED_COLUMNS)
-    input_id = str(path.resolve())
-    origin = pl.concat_str([pl.lit(input_id + ":"), pl.col("seq").cast(pl.String)])
-    accepted = fill_stamps(parsed.filter(pl.col("reason").is_null()), None, ingest_time)
-    observations = accepted.with_columns(
-        pl.lit(None, dtype=pl.String).alias("attempt_id"),
-        origin.alias("origin"),
-        pl.lit(input_id).alias("input_id"),
-    ).select(OBSERVATIONS.names)
-    rejects = (
-        parsed.filter(pl.col("reason").is_not_null())
-        .join(lines, on="seq", how="left", maintain_order="left")
-        .select(
-            pl.lit(ingest_time, dtype=TS_DTYPE).alias("ts_ingest"),
-            pl.lit(name).alias("source"),
-            origin.alias("origin"),
-            "reason",
-            pl.col("line").alias("raw"),
-            pl.lit(input_id).alias("input_id"),
-        )
-        .select(REJECTS.names)
+    parsed = parse_batch(lines_of([resolved], [raw], [mtime_us]), ctx, source)
+    info = parsed.files.row(0, named=True)
+    return ParsedFile(
+        path, info["input_id"], info["source"], info["lines"], info["blank"],
+        parsed.observations.select(OBSERVATIONS.names), parsed.rejects.select(REJECTS.names),
     )
-    return ParsedFile(path, input_id, name, lines.height, blank, observations, rejects)

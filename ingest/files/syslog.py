@@ -67,12 +67,13 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     # A wrapped line belongs to the host and program of the line it continues.
     node = pl.coalesce("host", "ihost")
     return frame.select(
+        "file",
         "seq",
         ts.alias("ts"),
         pl.when(ts.is_not_null()).then(pl.lit("line")).alias("ts_kind"),
-        pl.when(continuation).then(node.forward_fill()).otherwise(node).alias("node"),
+        pl.when(continuation).then(node.forward_fill().over("file")).otherwise(node).alias("node"),
         pl.lit(None, dtype=pl.Int32).alias("rank"),
-        pl.when(continuation).then(program.forward_fill()).otherwise(program).alias("program"),
+        pl.when(continuation).then(program.forward_fill().over("file")).otherwise(program).alias("program"),
         message.alias("message"),
         reason.cast(pl.String).alias("reason"),
     )

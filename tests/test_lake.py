@@ -1,0 +1,219 @@
+"""Batched landing of by-input tables: idempotence, re-landing across batches, crashes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+
+from ingest.lake import Lake, LakeError, batch_key, input_key
+from ingest.schema import OBSERVATIONS
+
+CLUSTER = "c1"
+DAY1 = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
+DAY2 = DAY1 + timedelta(days=1)
+
+
+def rows(input_id: str, n: int, *, start: datetime = DAY1, tag: str = "v1") -> pl.DataFrame:
+    """``n`` observation rows of one input, an hour apart from ``start``."""
+    return pl.DataFrame({
+        "ts": [start + timedelta(hours=i) for i in range(n)],
+        "ts_source": ["line"] * n,
+        "node": ["gpu-1"] * n,
+        "attempt_id": [None] * n,
+        "rank": [None] * n,
+        "program": ["kernel"] * n,
+        "message": [f"{tag} line {i} of {input_id}" for i in range(n)],
+        "origin": [f"{input_id}:{i + 1}" for i in range(n)],
+        "seq": list(range(1, n + 1)),
+        "input_id": [input_id] * n,
+    }, schema=pl.from_arrow(OBSERVATIONS.empty_table()).schema)
+
+
+def land(lake: Lake, *frames: pl.DataFrame, input_ids=None):
+    return lake.land_inputs("observations", pl.concat(frames), cluster=CLUSTER, source="syslog",
+                            input_ids=input_ids)
+
+
+def stored(lake: Lake) -> pl.DataFrame:
+    return lake.scan("observations").collect().sort("input_id", "seq")
+
+
+def per_input(lake: Lake) -> dict[str, int]:
+    counts = stored(lake).group_by("input_id").len()
+    return dict(zip(counts["input_id"], counts["len"]))
+
+
+def data_files(lake: Lake) -> list[str]:
+    return sorted(str(p.relative_to(lake.root)) for p in lake.files("observations"))
+
+
+def leftovers(lake: Lake) -> list[str]:
+    """Temporary or journal files still on disk."""
+    return sorted(p.name for p in lake.root.rglob("*") if p.name.startswith(".") or p.name.startswith("pending-"))
+
+
+def test_relanding_a_batch_is_idempotent_and_writes_one_file_per_day(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    batch = [rows("a", 30), rows("b", 2), rows("c", 1, start=DAY2)]
+    report = land(lake, *batch)
+    files = data_files(lake)
+    key = batch_key(["a", "b", "c"])
+    # 33 rows of three inputs over two days: two files, named by the batch
+    assert files == [
+        f"observations/cluster=c1/day=2026-03-02/source=syslog/part-{key}.parquet",
+        f"observations/cluster=c1/day=2026-03-03/source=syslog/part-{key}.parquet",
+    ]
+    assert report.rows == 33 and len(report.files) == 2
+    first = stored(lake)
+    land(lake, *reversed(batch))
+    assert data_files(lake) == files
+    assert stored(lake).equals(first)
+    assert leftovers(lake) == []
+
+
+def test_relanding_one_input_alone_moves_it_and_leaves_the_others(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    land(lake, rows("a", 3), rows("b", 4), rows("c", 5))
+    before = stored(lake).filter(pl.col("input_id") != "b")
+    lake.land("observations", rows("b", 2, tag="v2"), cluster=CLUSTER, input_id="b", source="syslog")
+    assert per_input(lake) == {"a": 3, "b": 2, "c": 5}
+    assert stored(lake).filter(pl.col("input_id") != "b").equals(before)
+    assert set(stored(lake).filter(pl.col("input_id") == "b")["message"].str.slice(0, 2)) == {"v2"}
+    assert f"part-{input_key('b')}.parquet" in {p.name for p in lake.files("observations")}
+    # landing the whole batch again pulls b back into the batch file and drops its own file
+    land(lake, rows("a", 3), rows("b", 4), rows("c", 5))
+    assert per_input(lake) == {"a": 3, "b": 4, "c": 5}
+    assert {p.name for p in lake.files("observations")} == {f"part-{batch_key(['a', 'b', 'c'])}.parquet"}
+
+
+def test_a_batch_whose_input_set_changes(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    land(lake, rows("a", 3), rows("b", 3), rows("c", 3))
+    land(lake, rows("a", 1), rows("b", 1))  # c is not part of this batch: its rows stay
+    assert per_input(lake) == {"a": 1, "b": 1, "c": 3}
+    land(lake, rows("b", 2), rows("c", 2), rows("d", 2, start=DAY2))
+    assert per_input(lake) == {"a": 1, "b": 2, "c": 2, "d": 2}
+    # the first batch's file held only c at the end: it is gone, not left empty
+    names = {p.name for p in lake.files("observations")}
+    assert f"part-{batch_key(['a', 'b', 'c'])}.parquet" not in names
+    assert len(names) == 2  # {a, b} and {b, c, d}
+    assert leftovers(lake) == []
+
+
+def test_an_input_listed_without_rows_loses_its_old_rows(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    land(lake, rows("a", 3), rows("b", 3, start=DAY2))
+    land(lake, rows("a", 2), input_ids=["a", "b"])
+    assert per_input(lake) == {"a": 2}
+    assert len(lake.files("observations")) == 1
+    report = lake.land_inputs("observations", rows("a", 0), cluster=CLUSTER, source="syslog", input_ids=["a"])
+    assert report.rows == 0 and lake.files("observations") == []
+
+
+def test_the_same_input_can_move_to_another_source(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    land(lake, rows("a", 3))
+    lake.land_inputs("observations", rows("a", 3), cluster=CLUSTER, source="app")
+    assert lake.scan("observations").collect()["source"].unique().to_list() == ["app"]
+
+
+def test_crash_before_the_index_is_written_is_repaired_by_the_next_landing(tmp_path, monkeypatch):
+    """A crash after the batch's data files are written and before the index is: every
+    visible file is complete, nothing is lost, and the next landing absorbs the journal."""
+    lake = Lake(tmp_path / "lake")
+    land(lake, rows("a", 3), rows("b", 3))
+    real_write_index = Lake._write_index
+
+    def crash_on_index(self, frame, path):
+        if path.name == "index.parquet":
+            raise OSError("disk pulled")
+        real_write_index(self, frame, path)
+
+    monkeypatch.setattr(Lake, "_write_index", crash_on_index)
+    with pytest.raises(OSError, match="disk pulled"):
+        land(lake, rows("a", 3, tag="v2"), rows("c", 3))
+    monkeypatch.undo()
+    assert not list(lake.root.rglob("*.tmp"))
+    assert all(pl.read_parquet(p).height for p in lake.files("observations"))
+    assert per_input(lake) == {"a": 3, "b": 3, "c": 3}
+    assert leftovers(lake) == [f"pending-{batch_key(['a', 'c'])}.parquet"]
+
+    lake.land("observations", rows("c", 1, tag="v3"), cluster=CLUSTER, input_id="c", source="syslog")
+    assert per_input(lake) == {"a": 3, "b": 3, "c": 1}
+    assert set(stored(lake).filter(pl.col("input_id") == "a")["message"].str.slice(0, 2)) == {"v2"}
+    assert leftovers(lake) == []
+
+
+def test_crash_before_old_rows_are_removed_duplicates_until_relanded(tmp_path, monkeypatch):
+    """A crash between writing the batch's files and removing its inputs from older files
+    leaves those inputs twice (never lost); the journal keeps both places known, so landing
+    an input again, alone or in any batch, leaves it once."""
+    lake = Lake(tmp_path / "lake")
+    land(lake, rows("a", 3), rows("b", 3))
+    old_file = lake.files("observations")[0]
+    real_write = Lake._write
+
+    def crash_on_cleanup(self, frame, table, target):
+        if target == old_file:
+            raise OSError("killed")
+        real_write(self, frame, table, target)
+
+    monkeypatch.setattr(Lake, "_write", crash_on_cleanup)
+    with pytest.raises(OSError, match="killed"):
+        land(lake, rows("a", 3, tag="v2"), rows("c", 3))
+    monkeypatch.undo()
+    assert not list(lake.root.rglob("*.tmp"))
+    assert per_input(lake) == {"a": 6, "b": 3, "c": 3}
+    lake.land("observations", rows("c", 2), cluster=CLUSTER, input_id="c", source="syslog")
+    assert per_input(lake) == {"a": 6, "b": 3, "c": 2}
+    land(lake, rows("a", 3, tag="v3"), rows("b", 3))
+    assert per_input(lake) == {"a": 3, "b": 3, "c": 2}
+    assert set(stored(lake).filter(pl.col("input_id") == "a")["message"].str.slice(0, 2)) == {"v3"}
+    assert leftovers(lake) == []
+
+
+def test_crash_while_writing_a_data_file_leaves_no_partial_file(tmp_path, monkeypatch):
+    lake = Lake(tmp_path / "lake")
+    land(lake, rows("a", 2))
+    calls = []
+    real_write = Lake._write
+
+    def crash_mid_file(self, frame, table, target):
+        calls.append(target)
+        if len(calls) == 2:  # the second day's file: the first is already in place
+            def broken(fh):
+                fh.write(b"PAR1 half a file")
+                raise OSError("killed")
+            from ingest import lake as lake_module
+            lake_module._atomic_write_bytes(target, broken)
+        real_write(self, frame, table, target)
+
+    monkeypatch.setattr(Lake, "_write", crash_mid_file)
+    with pytest.raises(OSError, match="killed"):
+        land(lake, rows("a", 2, tag="v2"), rows("b", 2, start=DAY2))
+    monkeypatch.undo()
+    assert not [p for p in lake.root.rglob("*") if p.name.endswith(".tmp")]
+    assert all(pl.read_parquet(p).height for p in lake.files("observations"))
+    land(lake, rows("a", 2, tag="v2"), rows("b", 2, start=DAY2))
+    assert per_input(lake) == {"a": 2, "b": 2}
+    assert leftovers(lake) == []
+
+
+def test_bad_batches_are_refused_before_anything_is_written(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    cases = [
+        (dict(data=rows("a", 1), input_ids=["b"]), r"rows of inputs outside the batch, e\.g\. a; add them to input_ids"),
+        (dict(data=rows("a", 1).with_columns(pl.lit(None, pl.String).alias("input_id"))), r"1 rows have no input_id"),
+        (dict(data=rows("a", 1).with_columns(pl.lit(None, pl.Datetime("us", "UTC")).alias("ts"))), r"have no timestamp"),
+        (dict(data=rows("a", 1).drop("message")), r"missing columns \['message'\]"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(LakeError, match=message):
+            lake.land_inputs("observations", cluster=CLUSTER, source="syslog", **kwargs)
+    with pytest.raises(LakeError, match="needs a source"):
+        lake.land_inputs("observations", rows("a", 1), cluster=CLUSTER)
+    with pytest.raises(LakeError, match="not a by-input table"):
+        lake.land_inputs("attempts", rows("a", 1), cluster=CLUSTER)
+    assert not lake.root.exists()
