@@ -122,12 +122,17 @@ def run_connector(lake: Lake, connector: Connector, window: FetchWindow | None) 
     only yields complete batches. Other exceptions are bugs and propagate.
     """
     report = ConnectorReport(connector=connector.name, cluster=connector.cluster)
+    connector.attach_lake(lake)
     try:
         for batch in connector.fetch(window):
-            lake.land(
-                batch.table, batch.rows, cluster=batch.cluster,
-                input_id=batch.input_id, source=batch.source,
-            )
+            if batch.input_ids is not None:
+                lake.land_inputs(batch.table, batch.rows, cluster=batch.cluster, source=batch.source,
+                                 input_ids=batch.input_ids)
+            else:
+                lake.land(
+                    batch.table, batch.rows, cluster=batch.cluster,
+                    input_id=batch.input_id, source=batch.source,
+                )
             report.fetched += batch.fetched
             if batch.table == "rejects":
                 report.rejected += batch.rows.height

@@ -57,6 +57,9 @@ class Batch:
     input_id: str
     source: str | None = None
     fetched: int = 0
+    input_ids: list[str] | None = None
+    """Set when the batch holds several complete inputs at once (rows carry their own
+    ``input_id``): each listed input replaces what was landed before under its id."""
 
 
 class ConnectorOptions(BaseModel):
@@ -83,6 +86,13 @@ class Connector:
     def __init__(self, options: ConnectorOptions, cluster: str):
         self.options = options
         self.cluster = cluster
+        self.lake = None
+
+    def attach_lake(self, lake) -> None:
+        """Give the connector read access to the lake it lands into (e.g. the attempts an
+        earlier connector of the same run landed, to tie job logs to them). Connectors read
+        it and never write it."""
+        self.lake = lake
 
     def fetch(self, window: FetchWindow | None) -> Iterator[Batch]:
         """Yield complete batches for ``window`` (``None``: everything the options name)."""

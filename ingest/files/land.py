@@ -221,17 +221,23 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def lake_slices(parsed: ParsedBatch, obs: pl.DataFrame) -> Iterator[tuple[str, str | None, pl.DataFrame, pl.Series]]:
+    """What one parsed batch lands as: ``(table, source, rows, input_ids)`` — observations
+    once per source partition, then the rejects of every file of the batch."""
+    files = parsed.files
+    for name in sorted(files["source"].unique().to_list()):
+        yield ("observations", name, obs.filter(pl.col("source") == name),
+               files.filter(pl.col("source") == name)["input_id"])
+    yield "rejects", None, parsed.rejects, files["input_id"]
+
+
 def land_batch(lake: Lake, parsed: ParsedBatch, cands: pl.DataFrame, cluster: str) -> list[FileReport]:
-    """Tie one parsed batch to its attempts and land it: one ``land_inputs`` per source for
-    observations, one for rejects. Returns the batch's per-file reports, in file order."""
+    """Tie one parsed batch to its attempts and land it (:func:`lake_slices`, each with one
+    ``land_inputs``). Returns the batch's per-file reports, in file order."""
     files = parsed.files
     obs = tie_to_attempts(parsed.observations, cands)
-    for name in sorted(files["source"].unique().to_list()):
-        lake.land_inputs(
-            "observations", obs.filter(pl.col("source") == name), cluster=cluster, source=name,
-            input_ids=files.filter(pl.col("source") == name)["input_id"],
-        )
-    lake.land_inputs("rejects", parsed.rejects, cluster=cluster, input_ids=files["input_id"])
+    for table, source, rows, input_ids in lake_slices(parsed, obs):
+        lake.land_inputs(table, rows, cluster=cluster, source=source, input_ids=input_ids)
     landed = obs.group_by("file").agg(
         pl.len().alias("landed"), pl.col("attempt_id").drop_nulls().unique().sort().alias("attempt_ids"),
     )

@@ -1,0 +1,92 @@
+"""Local inputs as connectors, so a nightly ``lake.yaml`` can name them like any other:
+``files`` (log files and folders, see :mod:`ingest.files`) and ``static`` (an execution
+context file, see :mod:`ingest.static`).
+
+Both read what is on disk now; the run window does not filter them (a file holds what it
+holds, and landing it again replaces its rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+from pydantic import Field
+
+from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
+from ingest.files import FilesError
+from ingest.files.common import ParseContext
+from ingest.files.detect import check_source
+from ingest.files.land import (
+    BATCH_BYTES, candidate_attempts, known_attempts, lake_slices, read_batches, resolved_files,
+    tie_to_attempts,
+)
+from ingest.files.read import as_utc, parse_batch
+from ingest.static import ContextError, read_static_context
+
+
+class FilesOptions(ConnectorOptions):
+    """Options of the ``files`` connector (the ``causelake ingest files`` flags)."""
+
+    paths: list[Path] = Field(min_length=1)
+    source: str | None = None
+    node: str | None = None
+    attempt_id: str | None = None
+    year: int | None = None
+    boot_time: datetime | None = None
+
+
+class FilesConnector(Connector):
+    """Log files and folders: observations per source and rejects, one batch per ~128 MiB
+    of text. Slurm output files are tied to the attempts already in the lake (land the
+    scheduler's connector first in the config)."""
+
+    name = "files"
+    Options = FilesOptions
+
+    def fetch(self, window: FetchWindow | None) -> Iterator[Batch]:
+        """Yield the batches of every file the options name (``window`` is not used)."""
+        opts: FilesOptions = self.options
+        try:
+            if opts.source is not None:
+                check_source(opts.source)
+            files = resolved_files(opts.paths)
+        except FilesError as exc:
+            raise ConnectorError(f"files: {exc}") from None
+        attempts = known_attempts(self.lake, self.cluster)
+        ctx = ParseContext(year=opts.year, boot_time=as_utc(opts.boot_time), default_node=opts.node,
+                           ingest_time=datetime.now(UTC))
+        for batch in read_batches(files, BATCH_BYTES):
+            parsed = parse_batch(batch, ctx, opts.source)
+            obs = tie_to_attempts(parsed.observations, candidate_attempts(parsed.files, attempts,
+                                                                          attempt_id=opts.attempt_id))
+            for table, source, rows, input_ids in lake_slices(parsed, obs):
+                yield Batch(table=table, rows=rows, cluster=self.cluster, source=source,
+                            input_id=f"files:{len(input_ids)} inputs", input_ids=input_ids.to_list(),
+                            fetched=rows.height)
+
+
+class StaticOptions(ConnectorOptions):
+    """Options of the ``static`` connector."""
+
+    path: Path
+
+
+class StaticConnector(Connector):
+    """Attempts from a static execution-context file (YAML, JSON or CSV); rows naming
+    another cluster than the connector's are left to that cluster's entry."""
+
+    name = "static"
+    Options = StaticOptions
+
+    def fetch(self, window: FetchWindow | None) -> Iterator[Batch]:
+        """Yield the context's attempts of this cluster (``window`` is not used)."""
+        try:
+            rows = read_static_context(self.options.path, cluster=self.cluster)
+        except ContextError as exc:
+            raise ConnectorError(str(exc)) from None
+        mine = rows.filter(pl.col("cluster") == self.cluster)
+        yield Batch(table="attempts", rows=mine, cluster=self.cluster,
+                    input_id=str(self.options.path), fetched=rows.height)

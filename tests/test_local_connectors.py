@@ -1,0 +1,63 @@
+"""The ``files`` and ``static`` connectors: a nightly config can land local inputs, with
+the same rows as the ``ingest files``/``ingest static`` commands."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from engine.oneshot import SAMPLES
+from ingest.config import ingest_from_config
+from ingest.files import land_log_files
+from ingest.lake import Lake
+from ingest.static import land_static_context
+
+
+def test_config_with_local_connectors_lands_what_the_commands_land(tmp_path):
+    config = tmp_path / "lake.yaml"
+    config.write_text(f"""
+lake: {tmp_path / 'lake'}
+clusters:
+  demo:
+    connectors:
+      - type: static
+        options: {{path: {SAMPLES / 'context.yaml'}}}
+      - type: files
+        options: {{paths: [{SAMPLES / 'jobs'}], source: app}}
+      - type: files
+        options: {{paths: [{SAMPLES / 'nodes' / 'gpu003' / 'syslog'}], node: gpu003}}
+""")
+    reports = ingest_from_config(config, date(2026, 11, 28))
+    assert [r.ok for r in reports] == [True, True, True], [r.error for r in reports]
+    by_config = Lake(tmp_path / "lake")
+
+    direct = Lake(tmp_path / "direct")
+    land_static_context(direct, SAMPLES / "context.yaml")
+    land_log_files(direct, [SAMPLES / "jobs"], cluster="demo", source="app")
+    land_log_files(direct, [SAMPLES / "nodes" / "gpu003" / "syslog"], cluster="demo", node="gpu003")
+
+    for table in ("attempts", "observations", "rejects"):
+        a = by_config.scan(table).collect()
+        b = direct.scan(table).collect()
+        assert a.height == b.height, table
+    key = ["origin"]
+    obs_a = by_config.scan("observations").collect().sort(key).drop("day")
+    obs_b = direct.scan("observations").collect().sort(key).drop("day")
+    assert obs_a.equals(obs_b)
+    assert reports[1].landed == obs_a.filter(obs_a["source"] == "app").height
+
+
+def test_missing_files_fail_that_connector_only(tmp_path):
+    config = tmp_path / "lake.yaml"
+    config.write_text(f"""
+lake: {tmp_path / 'lake'}
+clusters:
+  demo:
+    connectors:
+      - type: files
+        options: {{paths: [{tmp_path / 'nope.log'}]}}
+      - type: static
+        options: {{path: {SAMPLES / 'context.yaml'}}}
+""")
+    reports = ingest_from_config(config, date(2026, 11, 28))
+    assert "no such file" in reports[0].error and reports[1].ok
+    assert Lake(tmp_path / "lake").scan("attempts").collect().height == 20
