@@ -54,10 +54,6 @@ def empty_events() -> pl.DataFrame:
     return pl.DataFrame(schema=EVENT_SCHEMA)
 
 
-def _literals(rule: ExtractRule) -> pl.Expr:
-    return pl.col("message").str.contains_any(rule.prefilter, ascii_case_insensitive=rule.ignore_case)
-
-
 def _prefilter(rules: Sequence[ExtractRule]) -> pl.Expr:
     """True for lines containing any rule's literal (two scans: exact and case-insensitive)."""
     scans = []
@@ -98,7 +94,7 @@ def _rule_events(candidates: pl.LazyFrame, rule: ExtractRule) -> pl.LazyFrame:
     if rule.sources:
         # Lines of unknown source (ad hoc input) are tried against every rule.
         lines = lines.filter(pl.col("source").is_null() | pl.col("source").is_in(rule.sources))
-    lines = lines.filter(_literals(rule)).filter(pl.col("message").str.contains(pattern))
+    lines = lines.filter(pl.col("message").str.contains(pattern))
     if groups:
         lines = lines.with_columns(pl.col("message").str.extract_groups(pattern).alias("_groups"))
 
@@ -163,22 +159,62 @@ def _with_input_columns(observations: pl.LazyFrame | pl.DataFrame) -> pl.LazyFra
     )
 
 
-def _extract(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl.DataFrame:
-    if not pack.extract:
+def _rule_hits(candidates: pl.DataFrame, rules: Sequence[ExtractRule]) -> pl.DataFrame:
+    """``(_row, _rule)`` for every candidate row and every rule one of whose literals it
+    holds: one Aho-Corasick pass over all literals (per case mode) instead of one scan per
+    rule, so the cost stays flat as the pack grows."""
+    found = []
+    for ignore_case in (False, True):
+        owners = pl.DataFrame(
+            [(lit.lower() if ignore_case else lit, i) for i, r in enumerate(rules)
+             if r.ignore_case == ignore_case for lit in r.prefilter],
+            schema={"_lit": pl.String, "_rule": pl.Int64}, orient="row",
+        ).unique()
+        if owners.is_empty():
+            continue
+        literals = sorted(set(owners["_lit"].to_list()))
+        matched = candidates.select(
+            "_row",
+            pl.col("message").str.extract_many(literals, ascii_case_insensitive=ignore_case, overlapping=True)
+            .alias("_lit"),
+        ).explode("_lit").drop_nulls("_lit")
+        if ignore_case:
+            matched = matched.with_columns(pl.col("_lit").str.to_lowercase())
+        found.append(matched.join(owners, on="_lit").select("_row", "_rule"))
+    return pl.concat(found).unique() if found else pl.DataFrame(schema={"_row": pl.UInt32, "_rule": pl.Int64})
+
+
+def _extract(
+    observations: pl.LazyFrame | pl.DataFrame, pack: RulePack, *, keep_benign: bool = True
+) -> pl.DataFrame:
+    rules = [r for r in pack.extract if keep_benign or r.role != "benign" or r.map is not None]
+    if not rules:
         return empty_events()
-    candidates = _with_input_columns(observations).filter(_prefilter(pack.extract)).collect().lazy()
-    events = pl.concat([_rule_events(candidates, rule) for rule in pack.extract], how="vertical")
-    return events.cast(dict(EVENT_SCHEMA)).sort(ORDER, nulls_last=True, maintain_order=True).collect()
+    candidates = _with_input_columns(observations).filter(_prefilter(rules)).collect().with_row_index("_row")
+    by_rule = _rule_hits(candidates, rules).partition_by("_rule", as_dict=True)
+    plans = [
+        _rule_events(candidates.join(by_rule[(i,)], on="_row", how="semi").drop("_row").lazy(), rule)
+        for i, rule in enumerate(rules) if (i,) in by_rule
+    ]
+    if not plans:
+        return empty_events()
+    events = pl.concat(plans, how="vertical").cast(dict(EVENT_SCHEMA))
+    if not keep_benign:
+        events = events.filter(pl.col("role") != "benign")
+    return events.sort(ORDER, nulls_last=True, maintain_order=True).collect()
 
 
-def extract_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl.DataFrame:
+def extract_events(
+    observations: pl.LazyFrame | pl.DataFrame, pack: RulePack, *, keep_benign: bool = True
+) -> pl.DataFrame:
     """Events of the pack's extract rules over ``observations``, floods collapsed.
 
     ``observations`` has the observations table's columns plus ``cluster``, ``day`` and
     ``source``. Returns :data:`EVENT_SCHEMA` columns sorted by cluster, ts, node, origin,
-    rule_id.
+    rule_id. ``keep_benign=False`` (the attribution run) skips what is explicitly harmless:
+    benign events never take part in a verdict, and NCCL INFO banners are most of a log.
     """
-    return dedupe_events(_extract(observations, pack), pack)
+    return dedupe_events(_extract(observations, pack, keep_benign=keep_benign), pack)
 
 
 def extract_lines(lines: Sequence[str], pack: RulePack, *, source: str | None = None) -> pl.DataFrame:

@@ -76,7 +76,7 @@ def extract_day(lake: Lake, pack: RulePack, day: date, clusters: list[str] | Non
     """Events of one observation day (log lines and metric samples), deduplicated."""
     observations = lake.scan("observations", clusters=clusters, days=[day])
     n_obs = observations.select(pl.len()).collect().item()
-    events = extract_events(observations, pack)
+    events = extract_events(observations, pack, keep_benign=False)
     metrics = lake.scan("metrics", clusters=clusters, days=[day])
     from_metrics = metric_events(metrics, pack)
     columns = EVENTS.names + ["cluster"]
