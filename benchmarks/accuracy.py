@@ -9,26 +9,11 @@ from pathlib import Path
 
 import polars as pl
 
+from benchmarks.incidents import INCIDENTS, score_incidents
 from benchmarks.simulate import ingest, simulate
-from engine.oneshot import attempt_days, diagnose
+from engine.oneshot import attempt_days
 from engine.run import run_attribution
 from ingest.lake import Lake
-
-INCIDENTS = Path("/work/shared/corpus/incidents.jsonl")
-INCIDENT_DOMAIN = {
-    # source URL → expected domain, read from each thread's conclusion; threads without a
-    # conclusion (open or unresolved issues) are left out.
-    "https://github.com/olcf/olcf-test-harness/issues/254": "host",
-    "https://github.com/huggingface/accelerate/issues/1192": "gpu_memory",
-    "https://github.com/ovro-lwa/lwa-issues/issues/117": "host",
-    "https://github.com/NVIDIA/nccl/issues/2213": "workload",
-    "https://github.com/desihub/desitarget/issues/628": "scheduler",
-    "https://github.com/hiyouga/LlamaFactory/issues/6953": "scheduler",
-    "https://github.com/hafs-community/HAFS/issues/101": "host",
-    "https://github.com/NVIDIA/nccl/issues/795": "workload",
-    "https://github.com/IGNF/myria3d/issues/123": "workload",
-}
-
 
 def score(truth: pl.DataFrame, verdicts: pl.DataFrame) -> dict:
     """Scores of ``verdicts`` against ``truth`` (both keyed by ``attempt_id``)."""
@@ -67,27 +52,6 @@ def score(truth: pl.DataFrame, verdicts: pl.DataFrame) -> dict:
         "confusion": confusion,
         "by_scenario": {r["scenario"]: {k: v for k, v in r.items() if k != "scenario"} for r in by_s.sort("scenario").to_dicts()},
     }
-
-
-def score_incidents(path: Path = INCIDENTS) -> dict:
-    """One-shot diagnosis of each concluded real incident; domain accuracy and the detail."""
-    rows = []
-    for line in path.read_text().splitlines():
-        item = json.loads(line)
-        expected = INCIDENT_DOMAIN.get(item["source"])
-        if expected is None:
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            log = Path(tmp) / "incident.log"
-            log.write_text("\n".join(item["lines"]) + "\n")
-            try:
-                _, summary = diagnose(Lake(Path(tmp) / "lake"), [log])
-                got = summary.verdicts["domain"][0] if summary.verdicts.height else "missing"
-            except Exception as exc:  # a crash on a real incident is a result to report, not to hide
-                got = f"error: {type(exc).__name__}: {exc}"[:200]
-        rows.append({"source": item["source"], "expected": expected, "got": got})
-    right = sum(r["expected"] == r["got"] for r in rows)
-    return {"incidents": len(rows), "domain_accuracy": right / len(rows) if rows else None, "detail": rows}
 
 
 def bench_accuracy(attempts: int = 2000, seed: int = 0, out: str | Path | None = None, workdir: str | Path | None = None) -> dict:

@@ -67,7 +67,7 @@ CATALOG: tuple[Scenario, ...] = (
     # hard cases
     Scenario("two_faults", "gpu", "gpu.fallen_off_bus", "FAILED", "1:0", (0, 0.003, 0.020), node_root=True, min_nodes=2,
              quality="ambiguous"),
-    Scenario("fail_slow", "unknown", "unknown", "FAILED", "1:0", (0.0005, 0.002, 0.010), quality="insufficient",
+    Scenario("fail_slow", "unknown", "unknown.symptoms_only", "FAILED", "1:0", (0.0005, 0.002, 0.010), quality="insufficient",
              culprit="none"),
 )
 

@@ -14,9 +14,10 @@ TIMEOUT → ``scheduler.time_limit``…) is the fallback root; with neither, the
 ``unknown`` / ``insufficient``. A successful attempt gets ``domain = none``.
 
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked
-to it, or a scheduler state with the same cause) and complete coverage; a root without
-corroboration, a fallback root, or a root with a log source missing is ``probable``; a
-fallback root with a log source missing is ``insufficient``.
+to it, a scheduler state with the same cause, or NODE_FAIL for an infrastructure root) and
+complete coverage; a root without corroboration, a fallback root, or a root with a log
+source missing is ``probable``; a fallback root with a log source missing is
+``insufficient``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import pyarrow as pa
 
 from engine.config import EngineConfig
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
+
+INFRASTRUCTURE = ("gpu", "gpu_memory", "nvlink", "network", "host", "storage")
 
 FAILED_STATES = (
     "failed", "cancelled", "timeout", "node_fail", "preempted", "out_of_memory", "boot_fail",
@@ -199,7 +202,11 @@ def decide(
             has_root=pl.col("root_event_id").is_not_null(),
             has_fallback=pl.col("state_cause").is_not_null(),
             ambiguous=pl.col("alternatives").list.len().fill_null(0) > 0,
-            corroborated=pl.col("linked").fill_null(False) | (pl.col("state_cause") == pl.col("cause")).fill_null(False),
+            # A linked symptom, the scheduler saying the same thing, or the scheduler losing
+            # the node an infrastructure fault was found on, each corroborates the root.
+            corroborated=pl.col("linked").fill_null(False)
+            | (pl.col("state_cause") == pl.col("cause")).fill_null(False)
+            | ((pl.col("state") == "node_fail") & pl.col("domain").is_in(INFRASTRUCTURE)).fill_null(False),
             complete=pl.col("coverage_complete").fill_null(False),
         )
     )
@@ -240,7 +247,14 @@ def decide(
             pl.col("_domain").alias("domain"),
             pl.col("_cause").alias("cause"),
             pl.col("_domain").replace_strict(RESPONSIBILITY, return_dtype=pl.String).alias("responsibility"),
-            only_failed(pl.col("culprit_nodes"), empty_str).alias("culprit_nodes"),
+            # With competing explanations every suspect node is a culprit until ruled out.
+            only_failed(
+                pl.when(pl.col("ambiguous"))
+                .then(pl.concat_list("culprit_nodes", pl.col("alternatives").list.eval(pl.element().struct.field("node")))
+                      .list.drop_nulls().list.unique().list.sort())
+                .otherwise(pl.col("culprit_nodes")),
+                empty_str,
+            ).alias("culprit_nodes"),
             only_failed(pl.col("culprit_gpus"), empty_str).alias("culprit_gpus"),
             only_failed(pl.col("culprit_ports"), empty_str).alias("culprit_ports"),
             only_failed(pl.col("culprit_ranks"), pl.lit([], dtype=pl.List(pl.Int32))).alias("culprit_ranks"),

@@ -7,8 +7,8 @@ literals, its regex (Polars' Rust engine) and ``str.extract_groups``. A line may
 rules (a generic and a specific one) and yields an event for each; ``benign`` is a role like
 any other, so benign matches are emitted too and the decision stage ignores them.
 
-Reserved named groups fill location columns: ``gpu``, ``port`` (``mlx5_0/1`` is written
-``mlx5_0:1``), ``rank`` and ``node`` (the observation's own rank/node win when present, since
+Reserved named groups fill location columns: ``gpu``, ``port`` (``mlx5_0/1``, and a ``port``
+group with a ``port_num`` group, are written ``mlx5_0:1``), ``rank`` and ``node`` (the observation's own rank/node win when present, since
 the launcher prefix and the syslog host are more reliable than a number in the message).
 Every other group lands in ``params`` as a JSON object with sorted keys.
 
@@ -121,7 +121,10 @@ def _rule_events(candidates: pl.LazyFrame, rule: ExtractRule) -> pl.LazyFrame:
         pl.col("attempt_id"),
         pl.coalesce(pl.col("rank"), group("rank").cast(pl.Int32, strict=False)).alias("rank"),
         normalize_gpu(group("gpu")).alias("gpu"),
-        group("port").str.replace(r"/(\d+)$", ":$1").alias("port"),
+        # ``mlx5_1`` + ``port_num`` 1 (``mlx5_1: Port: 1 Link DOWN``) is port ``mlx5_1:1``.
+        pl.when(group("port_num").is_not_null())
+        .then(pl.concat_str([group("port"), group("port_num")], separator=":"))
+        .otherwise(group("port").str.replace(r"/(\d+)$", ":$1")).alias("port"),
         pl.col("source"),
         pl.lit(rule.id).alias("rule_id"),
         *outcome,

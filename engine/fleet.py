@@ -21,9 +21,7 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import EngineConfig
-from engine.decide import EVIDENCE_DTYPE
-
-INFRASTRUCTURE = ("gpu", "gpu_memory", "nvlink", "network", "host", "storage")
+from engine.decide import EVIDENCE_DTYPE, INFRASTRUCTURE
 
 
 def _fleet_evidence(ts: pl.Expr, node: pl.Expr, rule_id: str, event: str, message: pl.Expr) -> pl.Expr:

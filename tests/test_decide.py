@@ -97,6 +97,7 @@ def test_competing_roots_in_different_domains_are_ambiguous():
     v, _ = verdict(att, ev)
     assert v["a"]["quality"] == "ambiguous"
     assert [(x["domain"], x["node"]) for x in v["a"]["alternatives"]] == [("network", "n2")]
+    assert v["a"]["culprit_nodes"] == ["n1", "n2"]
 
 
 def test_roots_far_apart_are_ordered_and_same_domain_on_two_nodes_blames_both():

@@ -205,7 +205,7 @@ def test_port_hotspots_matches_polars(sample_lake):
         pl.col("failed_attempts", "blamed_attempts").fill_null(0))
     _same(got, want, keys)
     # The idle-node flap on gpu016 (no attempt running) touches no failed attempt.
-    idle = got.filter(pl.col("node") == "gpu016", pl.col("port") == "mlx5_3")
+    idle = got.filter(pl.col("node") == "gpu016", pl.col("port") == "mlx5_3:1")
     assert idle.select("link_downs", "flaps", "failed_attempts").rows() == [(1, 1, 0)]
 
 

@@ -111,7 +111,12 @@ class _Seq(list):
     item_lines: list[int]
 
 
-class _LineLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it: the pack is parsed on every run and the
+# pure-Python parser takes seconds; both keep the marks the located errors need.
+_SafeBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _LineLoader(_SafeBase):
     """PyYAML's safe loader, building :class:`_Map`/:class:`_Seq` with 1-based lines."""
 
 
