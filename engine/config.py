@@ -27,9 +27,9 @@ after the end cannot have caused it.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from engine.rules.model import parse_duration
+from engine.rules.model import Duration, parse_duration
 
 NODE_LOG_SOURCES = ("syslog", "journald", "kmsg", "loki")
 """Sources that carry a node's kernel and daemon logs."""
@@ -43,22 +43,16 @@ class EngineConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    lookback: str = "30m"
-    grace: str = "10m"
-    clock_skew: str = "5s"
-    tie_window: str = "1s"
+    lookback: Duration = "30m"
+    grace: Duration = "10m"
+    clock_skew: Duration = "5s"
+    tie_window: Duration = "1s"
     evidence_limit: int = Field(50, ge=5)
-    repeat_window: str = "7d"
-    systemic_window: str = "10m"
+    repeat_window: Duration = "7d"
+    systemic_window: Duration = "10m"
     systemic_nodes: int = Field(3, ge=2)
     node_log_sources: tuple[str, ...] = NODE_LOG_SOURCES
     app_log_sources: tuple[str, ...] = APP_LOG_SOURCES
-
-    @field_validator("lookback", "grace", "clock_skew", "tie_window", "repeat_window", "systemic_window")
-    @classmethod
-    def _duration(cls, v: str) -> str:
-        parse_duration(v)
-        return v
 
     def seconds(self, name: str) -> float:
         """A duration setting in seconds."""

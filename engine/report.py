@@ -291,7 +291,7 @@ def build_report(lake: Path, since: date | None = None, until: date | None = Non
         + _card("XID lines by node × day", "xid", wide=True)
         + _card("Top fabric ports by faults", "ports")
         + _card("Nodes blamed for failures (grey: once; coloured: repeat offender)", "offenders")
-        + f'</div><h2 id="attempts" style="margin-top:22px">Attempts</h2><div class="card wide">'
+        + '</div><h2 id="attempts" style="margin-top:22px">Attempts</h2><div class="card wide">'
         + _attempts_table(results, set(failed["attempt_id"].to_list())) + "</div>"
         + "".join(sections) + more
         + f'</main><script type="application/json" id="report-data">{payload}</script>'

@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ingest.schema import DOMAINS, ROLES
 
@@ -66,6 +66,15 @@ def parse_duration(text: str | int | float) -> float:
     if not match:
         raise ValueError(f"'{text}' is not a duration — write e.g. 30s, 40m, 2h")
     return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+def _valid_duration(text: str) -> str:
+    parse_duration(text)
+    return text
+
+
+Duration = Annotated[str, AfterValidator(_valid_duration)]
+"""A duration field (``30s``, ``40m``, ``2h``), checked when the rule is loaded."""
 
 
 class _Strict(BaseModel):
@@ -149,7 +158,7 @@ class ExtractRule(Outcome):
     regex: str
     ignore_case: bool = False
     map: ParamMap | None = None
-    dedupe_window: str = "5m"
+    dedupe_window: Duration = "5m"
     tests: ExtractTests
     event: str
     domain: Domain
@@ -168,11 +177,6 @@ class ExtractRule(Outcome):
             ) from exc
         return v
 
-    @field_validator("dedupe_window")
-    @classmethod
-    def _window(cls, v: str) -> str:
-        parse_duration(v)
-        return v
 
 
 class Selector(_Strict):
@@ -185,7 +189,7 @@ class Selector(_Strict):
     rules: list[str] | None = None
 
     @model_validator(mode="after")
-    def _not_empty(self) -> "Selector":
+    def _not_empty(self) -> Selector:
         if not any((self.events, self.domains, self.roles, self.causes, self.rules)):
             raise ValueError("a selector needs at least one of events, domains, roles, causes, rules")
         return self
@@ -200,15 +204,10 @@ class SuppressRule(_Strict):
     root: Selector
     cascade: Selector
     scope: Scope = "attempt"
-    window: str
-    before: str = "0s"
+    window: Duration
+    before: Duration = "0s"
     """How long before the root a cascade may be stamped and still count (clock skew)."""
 
-    @field_validator("window", "before")
-    @classmethod
-    def _duration(cls, v: str) -> str:
-        parse_duration(v)
-        return v
 
 
 class PrecedenceRule(_Strict):
@@ -220,13 +219,8 @@ class PrecedenceRule(_Strict):
     prefer: Selector
     over: Selector
     scope: Scope = "attempt"
-    window: str
+    window: Duration
 
-    @field_validator("window")
-    @classmethod
-    def _duration(cls, v: str) -> str:
-        parse_duration(v)
-        return v
 
 
 class MetricCase(_Strict):
@@ -247,7 +241,7 @@ class MetricRule(Outcome):
     """Series names; several when exporters renamed the metric across versions."""
     condition: Literal["increase", "above", "below", "change"]
     threshold: float = 0.0
-    dedupe_window: str = "5m"
+    dedupe_window: Duration = "5m"
     tests: list[MetricCase] = Field(min_length=1)
     event: str
     domain: Domain
@@ -255,11 +249,6 @@ class MetricRule(Outcome):
     role: Role
     action: Literal[ACTIONS] = "none"  # type: ignore[valid-type]
 
-    @field_validator("dedupe_window")
-    @classmethod
-    def _window(cls, v: str) -> str:
-        parse_duration(v)
-        return v
 
 
 class StateRule(Outcome):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import ClassVar
 
 import polars as pl
@@ -75,6 +75,22 @@ class FetchWindow:
     start: datetime
     end: datetime
     nodes: list[str] = field(default_factory=list)
+
+
+def resolve_window(
+    window: FetchWindow | None, start: datetime | None, end: datetime | None, what: str
+) -> tuple[datetime, datetime]:
+    """The UTC ``[start, end)`` to fetch: the run's window, else the options' own ``start``/
+    ``end`` (naive times are UTC). ``what`` names the connector in the error."""
+    start = window.start if window else start
+    end = window.end if window else end
+    if start is None or end is None:
+        raise ConnectorError(f"{what}: no time window — pass one or set start and end in the options")
+    start, end = (t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+                  for t in (start, end))
+    if end <= start:
+        raise ConnectorError(f"{what}: window end {end} is not after start {start}")
+    return start, end
 
 
 class Connector:

@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import random
-import socket
 import time
 import urllib.error
 import urllib.parse
@@ -109,7 +108,7 @@ class HttpClient:
                     )) from None
                 last = f"HTTP {exc.code}: {body!r}"
                 retry_after = _retry_after(exc.headers.get("Retry-After"))
-            except (urllib.error.URLError, socket.timeout, ConnectionError, TimeoutError) as exc:
+            except (urllib.error.URLError, ConnectionError, TimeoutError) as exc:
                 reason = getattr(exc, "reason", exc)
                 last = f"{type(exc).__name__}: {reason}"
             if attempt < self.max_attempts:

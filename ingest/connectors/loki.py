@@ -20,7 +20,9 @@ from typing import ClassVar
 import polars as pl
 from pydantic import Field
 
-from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
+from ingest.connectors.base import (
+    Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow, resolve_window,
+)
 from ingest.connectors.http import HttpClient
 
 PATH = "/loki/api/v1/query_range"
@@ -111,7 +113,7 @@ class LokiConnector(Connector):
         """Yield one ``observations`` batch (source ``loki``) holding every entry of the
         window, in time order."""
         opts = self.options
-        start, end = _window(window, opts)
+        start, end = resolve_window(window, opts.start, opts.end, f"loki {opts.url}")
         nodes = (window.nodes if window and window.nodes else opts.nodes)
         query = build_logql(opts, self.cluster, nodes)
         headers = {"X-Scope-OrgID": opts.org_id} if opts.org_id else {}
@@ -189,16 +191,6 @@ def _streams(answer: dict, where: str) -> list[dict]:
             "— the query must be a log query, not a metric query"
         )
     return data.get("result") or []
-
-
-def _window(window: FetchWindow | None, opts: LokiOptions) -> tuple[datetime, datetime]:
-    start = window.start if window else opts.start
-    end = window.end if window else opts.end
-    if start is None or end is None:
-        raise ConnectorError(f"loki {opts.url}: no time window — pass one or set start and end")
-    if end <= start:
-        raise ConnectorError(f"loki {opts.url}: window end {end} is not after start {start}")
-    return start, end
 
 
 def _ns(value: datetime) -> int:

@@ -17,13 +17,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import ClassVar, Literal
 
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
+from ingest.connectors.base import (
+    Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow, resolve_window,
+)
 from ingest.connectors.http import HttpClient
 from ingest.schema import METRICS
 
@@ -172,7 +174,7 @@ class PrometheusConnector(Connector):
         """Yield one ``metrics`` batch per configured query over ``window`` (or the
         options' ``start``/``end`` when no window is given)."""
         opts = self.options
-        start, end = _window(window, opts)
+        start, end = resolve_window(window, opts.start, opts.end, f"prometheus {opts.url}")
         step_s = step_seconds(opts.step)
         client = HttpClient(
             opts.url, token_env=opts.token_env, timeout=opts.timeout, max_attempts=opts.max_attempts
@@ -212,23 +214,6 @@ def _matrix(answer: dict, origin: str) -> list[dict]:
             "— is the URL a Prometheus-compatible API?"
         )
     return data.get("result") or []
-
-
-def _window(window: FetchWindow | None, opts: PrometheusOptions) -> tuple[datetime, datetime]:
-    start = window.start if window else opts.start
-    end = window.end if window else opts.end
-    if start is None or end is None:
-        raise ConnectorError(
-            f"prometheus {opts.url}: no time window — pass one or set start and end in the options"
-        )
-    start, end = _utc(start), _utc(end)
-    if end <= start:
-        raise ConnectorError(f"prometheus {opts.url}: window end {end} is not after start {start}")
-    return start, end
-
-
-def _utc(value: datetime) -> datetime:
-    return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
 
 
 def _iso(value: datetime) -> str:
