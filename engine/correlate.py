@@ -142,10 +142,8 @@ def _relabel(events: pl.DataFrame, pairs: list[pl.DataFrame], role: str, only_ro
     to its earliest first-side event; ``only_roots`` re-labels root candidates only."""
     link = (
         pl.concat([p.select("attempt_id", "event_id", "event_id_a", "ts_a") for p in pairs])
-        .sort(["attempt_id", "event_id", "ts_a", "event_id_a"])
-        .group_by(["attempt_id", "event_id"], maintain_order=True)
-        .first()
-        .select("attempt_id", "event_id", pl.col("event_id_a").alias("_link"))
+        .group_by(["attempt_id", "event_id"])
+        .agg(pl.col("event_id_a").sort_by(["ts_a", "event_id_a"]).first().alias("_link"))
     )
     linked = pl.col("_link").is_not_null()
     if only_roots:

@@ -96,15 +96,20 @@ def mark_repeat_offenders(
         _fleet_evidence(pl.col("ts"), pl.col("node"), "fleet.repeat_offender", "repeat_offender", message).alias("_notes")
     )
     complete = pl.col("coverage").list.eval(pl.element().struct.field("error").is_null()).list.all()
-    return (
-        verdicts.join(notes, on="attempt_id", how="left")
-        .with_columns(
-            pl.concat_list("evidence", pl.col("_notes").fill_null(pl.lit([], dtype=pl.List(EVIDENCE_DTYPE)))).alias("evidence"),
-            pl.when(pl.col("_notes").is_not_null() & (pl.col("quality") == "probable") & complete)
-            .then(pl.lit("definitive")).otherwise(pl.col("quality")).alias("quality"),
-        )
-        .drop("_notes")
-    )
+    return _update_noted(verdicts, notes, [
+        pl.concat_list("evidence", "_notes").alias("evidence"),
+        pl.when((pl.col("quality") == "probable") & complete)
+        .then(pl.lit("definitive")).otherwise(pl.col("quality")).alias("quality"),
+    ])
+
+
+def _update_noted(verdicts: pl.DataFrame, notes: pl.DataFrame, updates: list[pl.Expr]) -> pl.DataFrame:
+    """Apply ``updates`` to the verdicts that have a row in ``notes`` only (list columns are
+    costly to rewrite for every attempt when few are concerned); row order is kept."""
+    indexed = verdicts.with_row_index("_order")
+    noted = indexed.join(notes, on="attempt_id", how="inner").with_columns(updates).drop(notes.columns[1:])
+    rest = indexed.join(notes.select("attempt_id"), on="attempt_id", how="anti")
+    return pl.concat([rest, noted.select(rest.columns)]).sort("_order").drop("_order")
 
 
 def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
@@ -136,15 +141,7 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
         _fleet_evidence(pl.col("first_fault_ts"), pl.lit(None, dtype=pl.String), "fleet.systemic", "systemic_event",
                         message).alias("_note"),
     )
-    return (
-        verdicts.join(notes, on="attempt_id", how="left")
-        .with_columns(
-            pl.when(pl.col("_note").is_not_null())
-            .then(pl.concat_list("evidence", pl.col("_note")))
-            .otherwise(pl.col("evidence")).alias("evidence")
-        )
-        .drop("_note")
-    )
+    return _update_noted(verdicts, notes, [pl.concat_list("evidence", "_note").alias("evidence")])
 
 
 def fleet_stage(
