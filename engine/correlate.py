@@ -38,15 +38,12 @@ def attach_events(
     """
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
-    windows = (
-        attempts.select(ATTEMPT_COLUMNS + ["nodes"])
-        .explode("nodes")
-        .rename({"nodes": "node"})
-        .drop_nulls("node")
-    )
+    windows = node_hour_windows(attempts, lookback, grace, ATTEMPT_COLUMNS)
     node_events = events.filter(pl.col("attempt_id").is_null()).drop("attempt_id")
-    on_nodes = node_events.join(windows, on=["cluster", "node"], how="inner").filter(
-        (pl.col("ts") >= pl.col("start_ts") - lookback) & (pl.col("ts") <= pl.col("end_ts") + grace)
+    on_nodes = (
+        node_events.with_columns(pl.col("ts").dt.truncate(WINDOW_BUCKET).alias("hour"))
+        .join(windows, on=["cluster", "node", "hour"], how="inner")
+        .filter((pl.col("ts") >= pl.col("lo")) & (pl.col("ts") <= pl.col("hi")))
     )
     app_events = events.filter(pl.col("attempt_id").is_not_null()).join(
         attempts.select(ATTEMPT_COLUMNS), on=["cluster", "attempt_id"], how="inner"
@@ -57,6 +54,38 @@ def attach_events(
         add_time_bounds(attached, timedelta(seconds=config.seconds("clock_skew")))
         .with_columns(pl.lit(None, dtype=pl.String).alias("caused_by"))
         .sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
+    )
+
+
+WINDOW_BUCKET = "1h"
+"""Granularity of the interval join between node events and attempt windows."""
+
+
+def node_hour_windows(
+    attempts: pl.DataFrame, lookback: timedelta, grace: timedelta, columns: list[str]
+) -> pl.DataFrame:
+    """One row per (attempt, node, hour) the attempt's window ``[start - lookback,
+    end + grace]`` touches, with the window as ``lo``/``hi``.
+
+    Joining events on ``(cluster, node, hour)`` and then checking the exact bounds is an
+    interval join whose intermediate size follows the attempts sharing a node in the same
+    hour (one or two), not every attempt the node ever ran: a plain join on the node would
+    pair each of a node's events with each of its attempts, which at a fleet's scale is
+    billions of rows.
+    """
+    return (
+        attempts.select(
+            *columns,
+            pl.col("nodes").alias("node"),
+            (pl.col("start_ts") - lookback).alias("lo"),
+            (pl.col("end_ts") + grace).alias("hi"),
+        )
+        .with_columns(
+            pl.datetime_ranges(pl.col("lo").dt.truncate(WINDOW_BUCKET), pl.col("hi"), WINDOW_BUCKET).alias("hour")
+        )
+        .explode("node")
+        .drop_nulls("node")
+        .explode("hour")
     )
 
 

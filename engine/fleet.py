@@ -122,9 +122,18 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     )
     if roots.is_empty():
         return verdicts
+    # Bucketed by the window so that only roots of neighbouring buckets are paired (one
+    # cause can be the root of thousands of attempts over a week).
+    bucket = pl.col("first_fault_ts").dt.epoch("s") // int(window.total_seconds())
+    others = (
+        roots.explode("culprit_nodes")
+        .with_columns(pl.concat_list(bucket - 1, bucket, bucket + 1).alias("_bucket"))
+        .explode("_bucket")
+        .rename({"first_fault_ts": "ts_other"})
+    )
     nearby = (
-        roots.join(roots.explode("culprit_nodes").rename({"first_fault_ts": "ts_other"}),
-                   on=["cluster", "cause"], suffix="_other")
+        roots.with_columns(bucket.alias("_bucket"))
+        .join(others, on=["cluster", "cause", "_bucket"], suffix="_other")
         .filter((pl.col("ts_other") - pl.col("first_fault_ts")).abs() <= window)
         .group_by("attempt_id", "cause", "first_fault_ts")
         .agg(pl.col("culprit_nodes_other").drop_nulls().n_unique().alias("nodes"))

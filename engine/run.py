@@ -17,7 +17,9 @@ from datetime import UTC, date, datetime, timedelta
 import polars as pl
 
 from engine.config import EngineConfig
-from engine.correlate import apply_precedence, apply_suppress, attach_events, demote_recovered_links
+from engine.correlate import (
+    WINDOW_BUCKET, apply_precedence, apply_suppress, attach_events, demote_recovered_links, node_hour_windows,
+)
 from engine.decide import decide
 from engine.extract import extract_events
 from engine.fleet import fleet_stage
@@ -98,21 +100,14 @@ def compute_coverage(
     obs = lake.scan("observations", clusters=clusters, days=days)
     per_hour = (
         obs.filter(pl.col("attempt_id").is_null())
-        .group_by("cluster", "node", "source", pl.col("ts").dt.truncate("1h").alias("hour"))
+        .group_by("cluster", "node", "source", pl.col("ts").dt.truncate(WINDOW_BUCKET).alias("hour"))
         .len("rows").collect()
     )
     per_attempt = obs.filter(pl.col("attempt_id").is_not_null()).group_by(
         "cluster", "attempt_id", "source", "node"
     ).len("rows").collect()
-    windows = attempts.select(
-        "cluster", "attempt_id", pl.col("nodes").alias("node"),
-        (pl.col("start_ts") - lookback).dt.truncate("1h").alias("lo"),
-        (pl.col("end_ts") + grace).alias("hi"),
-    ).explode("node").drop_nulls("node")
-    node_rows = (
-        windows.join(per_hour, on=["cluster", "node"], how="inner")
-        .filter((pl.col("hour") >= pl.col("lo")) & (pl.col("hour") <= pl.col("hi")))
-    )
+    windows = node_hour_windows(attempts, lookback, grace, ["cluster", "attempt_id"])
+    node_rows = windows.join(per_hour, on=["cluster", "node", "hour"], how="inner")
     by_source = pl.concat([
         node_rows.group_by("attempt_id", "source").agg(pl.col("rows").sum()),
         per_attempt.select("attempt_id", "source", "rows"),
@@ -123,7 +118,7 @@ def compute_coverage(
         per_attempt.filter(pl.col("source").is_in(config.node_log_sources)).select("attempt_id", "node"),
     ]).unique()
     missing_nodes = (
-        windows.select("attempt_id", "node")
+        windows.select("attempt_id", "node").unique()
         .join(node_log_nodes, on=["attempt_id", "node"], how="anti")
         .sort("attempt_id", "node")
         .group_by("attempt_id", maintain_order=True)
