@@ -38,11 +38,11 @@ def attach_events(
     """
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
-    windows = node_hour_windows(attempts, lookback, grace, ATTEMPT_COLUMNS)
+    windows = node_day_windows(attempts, lookback, grace, ATTEMPT_COLUMNS)
     node_events = events.filter(pl.col("attempt_id").is_null()).drop("attempt_id")
     on_nodes = (
-        node_events.with_columns(pl.col("ts").dt.truncate(WINDOW_BUCKET).alias("hour"))
-        .join(windows, on=["cluster", "node", "hour"], how="inner")
+        node_events.with_columns(pl.col("ts").dt.truncate(WINDOW_BUCKET).alias("bucket"))
+        .join(windows, on=["cluster", "node", "bucket"], how="inner")
         .filter((pl.col("ts") >= pl.col("lo")) & (pl.col("ts") <= pl.col("hi")))
     )
     app_events = events.filter(pl.col("attempt_id").is_not_null()).join(
@@ -57,21 +57,21 @@ def attach_events(
     )
 
 
-WINDOW_BUCKET = "1h"
-"""Granularity of the interval join between node events and attempt windows."""
+WINDOW_BUCKET = "1d"
+"""Granularity of the interval join between node events and attempt windows: a day keeps
+the exploded windows small for long, wide jobs (512 nodes × a week is 3,584 rows)."""
 
 
-def node_hour_windows(
+def node_day_windows(
     attempts: pl.DataFrame, lookback: timedelta, grace: timedelta, columns: list[str]
 ) -> pl.DataFrame:
-    """One row per (attempt, node, hour) the attempt's window ``[start - lookback,
-    end + grace]`` touches, with the window as ``lo``/``hi``.
+    """One row per (attempt, node, day) the attempt's window ``[start - lookback,
+    end + grace]`` touches, with the window as ``lo``/``hi`` and the day as ``bucket``.
 
-    Joining events on ``(cluster, node, hour)`` and then checking the exact bounds is an
-    interval join whose intermediate size follows the attempts sharing a node in the same
-    hour (one or two), not every attempt the node ever ran: a plain join on the node would
-    pair each of a node's events with each of its attempts, which at a fleet's scale is
-    billions of rows.
+    Joining node events on ``(cluster, node, bucket)`` and then checking the exact bounds
+    is an interval join whose intermediate size follows the attempts a node ran that day,
+    not every attempt it ever ran: a plain join on the node would pair each of a node's
+    events with each of its attempts, which at a fleet's scale is billions of rows.
     """
     return (
         attempts.select(
@@ -81,11 +81,11 @@ def node_hour_windows(
             (pl.col("end_ts") + grace).alias("hi"),
         )
         .with_columns(
-            pl.datetime_ranges(pl.col("lo").dt.truncate(WINDOW_BUCKET), pl.col("hi"), WINDOW_BUCKET).alias("hour")
+            pl.datetime_ranges(pl.col("lo").dt.truncate(WINDOW_BUCKET), pl.col("hi"), WINDOW_BUCKET).alias("bucket")
         )
         .explode("node")
         .drop_nulls("node")
-        .explode("hour")
+        .explode("bucket")
     )
 
 

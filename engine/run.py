@@ -17,9 +17,7 @@ from datetime import UTC, date, datetime, timedelta
 import polars as pl
 
 from engine.config import EngineConfig
-from engine.correlate import (
-    WINDOW_BUCKET, apply_precedence, apply_suppress, attach_events, demote_recovered_links, node_hour_windows,
-)
+from engine.correlate import apply_precedence, apply_suppress, attach_events, demote_recovered_links
 from engine.decide import decide
 from engine.extract import extract_events
 from engine.fleet import fleet_stage
@@ -92,22 +90,44 @@ def compute_coverage(
     """Per attempt: rows each source contributed to its nodes and window, and which
     expected sources are missing (node logs for each node; the attempt's own output).
 
-    Counts are pre-aggregated per (cluster, node, source, hour) in one pass, so the cost
-    does not grow with the number of attempts a node ran.
+    Counts are pre-aggregated per (cluster, node, source, hour) in one pass and summed
+    cumulatively, so a window's count is two as-of lookups (the running total at its end
+    minus the one before its start): the cost follows the attempts' node count, not their
+    duration or how many attempts a node ran.
     """
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
     obs = lake.scan("observations", clusters=clusters, days=days)
     per_hour = (
         obs.filter(pl.col("attempt_id").is_null())
-        .group_by("cluster", "node", "source", pl.col("ts").dt.truncate(WINDOW_BUCKET).alias("hour"))
+        .group_by("cluster", "node", "source", pl.col("ts").dt.truncate("1h").alias("hour"))
         .len("rows").collect()
+        .sort("cluster", "node", "source", "hour")
+        .with_columns(pl.col("rows").cum_sum().over("cluster", "node", "source").alias("running"))
     )
     per_attempt = obs.filter(pl.col("attempt_id").is_not_null()).group_by(
         "cluster", "attempt_id", "source", "node"
     ).len("rows").collect()
-    windows = node_hour_windows(attempts, lookback, grace, ["cluster", "attempt_id"])
-    node_rows = windows.join(per_hour, on=["cluster", "node", "hour"], how="inner")
+    windows = attempts.select(
+        "cluster", "attempt_id", pl.col("nodes").alias("node"),
+        (pl.col("start_ts") - lookback).dt.truncate("1h").alias("lo"),
+        (pl.col("end_ts") + grace).alias("hi"),
+    ).explode("node").drop_nulls("node")
+    running = per_hour.select("cluster", "node", "source", "hour", "running")
+    node_rows = (
+        windows.join(per_hour.select("cluster", "node", "source").unique(), on=["cluster", "node"])
+        .sort("hi")
+        .join_asof(running.sort("hour").rename({"running": "_to"}), left_on="hi", right_on="hour",
+                   by=["cluster", "node", "source"], strategy="backward", check_sortedness=False)
+        .drop("hour")
+        .with_columns((pl.col("lo") - timedelta(microseconds=1)).alias("_before"))
+        .sort("_before")
+        .join_asof(running.sort("hour").rename({"running": "_from"}), left_on="_before", right_on="hour",
+                   by=["cluster", "node", "source"], strategy="backward", check_sortedness=False)
+        .with_columns((pl.col("_to").fill_null(0) - pl.col("_from").fill_null(0)).alias("rows"))
+        .filter(pl.col("rows") > 0)
+        .select("attempt_id", "node", "source", "rows")
+    )
     by_source = pl.concat([
         node_rows.group_by("attempt_id", "source").agg(pl.col("rows").sum()),
         per_attempt.select("attempt_id", "source", "rows"),
