@@ -147,22 +147,40 @@ def selector_expr(selector: Selector) -> pl.Expr:
 
 
 def _pairs(
-    events: pl.DataFrame, first: Selector, second: Selector, scope: str, extra_filter: pl.Expr
+    events: pl.DataFrame, first: Selector, second: Selector, scope: str,
+    reach_back: timedelta, reach_ahead: timedelta,
 ) -> pl.DataFrame:
-    """Pairs (first event, second event) in the same scope satisfying ``extra_filter``.
+    """For every event matching ``second``, the earliest other event matching ``first`` in
+    the same scope that may lie within ``[ts - reach_back, ts + reach_ahead]`` of it (the
+    bounds allow for events known only within ``[ts, ts_hi]``).
 
-    Columns of the first side are suffixed ``_a``; the filter may use ``ts``/``ts_hi`` of
-    both sides.
+    An as-of join per scope, not a cross product: a 512-node job has thousands of symptoms
+    and hundreds of root candidates, and pairing them all does not fit in memory. Returns
+    ``attempt_id``, ``event_id`` (second side), ``event_id_a`` and ``ts_a`` (first side).
     """
     keys = SCOPE_KEYS[scope]
-    left = events.filter(selector_expr(first)).select(
-        keys + [pl.col("event_id").alias("event_id_a"), pl.col("ts").alias("ts_a"), pl.col("ts_hi").alias("ts_hi_a")]
+    firsts = (
+        events.filter(selector_expr(first))
+        .select(keys + [pl.col("event_id").alias("event_id_a"), pl.col("ts").alias("ts_a"),
+                        pl.col("ts_hi").alias("ts_hi_a")])
+        .drop_nulls(keys)
+        .sort("ts_hi_a", "ts_a", "event_id_a")
     )
-    right = events.filter(selector_expr(second)).select(keys + ["event_id", "ts", "ts_hi"])
+    seconds = (
+        events.filter(selector_expr(second))
+        .select(keys + ["event_id", "ts", "ts_hi", (pl.col("ts") - reach_back).alias("_from")])
+        .drop_nulls(keys)
+        .sort("_from")
+    )
     return (
-        right.join(left, on=keys, how="inner", nulls_equal=False)
-        .filter(pl.col("event_id") != pl.col("event_id_a"))
-        .filter(extra_filter)
+        seconds.join_asof(firsts, left_on="_from", right_on="ts_hi_a", by=keys, strategy="forward",
+                          check_sortedness=False)
+        .filter(
+            pl.col("event_id_a").is_not_null()
+            & (pl.col("event_id") != pl.col("event_id_a"))
+            & (pl.col("ts_a") <= pl.col("ts_hi") + reach_ahead)
+        )
+        .select("attempt_id", "event_id", "event_id_a", "ts_a")
     )
 
 
@@ -206,12 +224,9 @@ def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule]) -> pl.DataFr
     for rule in rules:
         window = timedelta(seconds=parse_duration(rule.window))
         before = timedelta(seconds=parse_duration(rule.before))
-        pairs.append(_pairs(
-            events, _as_roots(rule.root), rule.cascade, rule.scope,
-            # Either event may be only bounded in time (see add_time_bounds): a cascade
-            # counts when the intervals allow it to follow the root within the window.
-            (pl.col("ts_hi") >= pl.col("ts_a") - before) & (pl.col("ts") <= pl.col("ts_hi_a") + window),
-        ))
+        # A cascade follows its root within the window (stamped up to ``before`` earlier
+        # for clock skew); either may be known only within [ts, ts_hi].
+        pairs.append(_pairs(events, _as_roots(rule.root), rule.cascade, rule.scope, window, before))
     return _relabel(events, pairs, "cascade", only_roots=False)
 
 
@@ -223,10 +238,7 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule]) -> pl.Da
     pairs = []
     for rule in rules:
         window = timedelta(seconds=parse_duration(rule.window))
-        pairs.append(_pairs(
-            events, rule.prefer, _as_roots(rule.over), rule.scope,
-            (pl.col("ts_hi") >= pl.col("ts_a") - window) & (pl.col("ts") <= pl.col("ts_hi_a") + window),
-        ))
+        pairs.append(_pairs(events, rule.prefer, _as_roots(rule.over), rule.scope, window, window))
     return _relabel(events, pairs, "confirmation", only_roots=True)
 
 
