@@ -3,7 +3,8 @@
 One call of :func:`run_attribution` attributes every attempt that ended in a window of UTC
 days, replaces those days' verdicts in ``results/`` (a rerun never appends), rewrites the
 derived ``events/`` partitions it extracted, and writes a run manifest. Observations are
-streamed one day partition at a time, so memory follows the largest day, not the lake.
+read one day partition at a time; the events and verdicts of the whole window are held in
+memory (see the README's benchmark for what that costs at a million attempts).
 """
 
 from __future__ import annotations
@@ -65,11 +66,18 @@ def scope_attempts(
     )
 
 
-def observation_days(since: date, until: date, config: EngineConfig) -> list[date]:
-    """The observation day partitions a window needs (lookback before, grace after)."""
-    first = (datetime.combine(since, datetime.min.time()) - timedelta(seconds=config.seconds("lookback"))).date()
-    last = (datetime.combine(until, datetime.max.time()) + timedelta(seconds=config.seconds("grace"))).date()
-    return days_between(first, last)
+def observation_days(
+    since: date, until: date, config: EngineConfig, attempts: pl.DataFrame | None = None
+) -> list[date]:
+    """The observation day partitions a window needs: from the earliest start of its
+    attempts (a job may have run for days before it ended in the window) minus the
+    lookback, to the end of the window plus the grace."""
+    lookback = timedelta(seconds=config.seconds("lookback"))
+    first = datetime.combine(since, datetime.min.time(), tzinfo=UTC) - lookback
+    if attempts is not None and attempts["start_ts"].drop_nulls().len():
+        first = min(first, attempts["start_ts"].min() - lookback)
+    last = datetime.combine(until, datetime.max.time(), tzinfo=UTC) + timedelta(seconds=config.seconds("grace"))
+    return days_between(first.date(), last.date())
 
 
 def extract_day(lake: Lake, pack: RulePack, day: date, clusters: list[str] | None) -> tuple[pl.DataFrame, int]:
@@ -314,7 +322,7 @@ def run_attribution(
     say(f"{attempts.height} attempts ended between {since} and {until}")
 
     tick = time.perf_counter()
-    days = observation_days(since, until, config)
+    days = observation_days(since, until, config, attempts)
     per_day, n_obs = [], 0
     for day in days:
         events, n = extract_day(lake, pack, day, clusters)
