@@ -343,9 +343,10 @@ def run_attribution(
     timings["fleet"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
+    events_by_cluster = events.partition_by("cluster", as_dict=True)
     for cluster in sorted(set(events["cluster"].unique().to_list()) | set(attempts["cluster"].unique().to_list())):
         lake.replace_partitions(
-            "events", events.filter(pl.col("cluster") == cluster).drop("cluster"), cluster=cluster, days=days
+            "events", events_by_cluster.get((cluster,), events.head(0)).drop("cluster"), cluster=cluster, days=days
         )
     results = verdicts.with_columns(
         pl.lit(pack.version).alias("rule_pack_version"),

@@ -241,8 +241,10 @@ class Lake:
         if outside:
             raise LakeError(f"{table}: rows fall on days outside the replaced set: {sorted(outside)}")
         files = []
+        by_day = frame.partition_by("day", as_dict=True)
+        empty = frame.head(0)
         for day in sorted(days):
-            part = frame.filter(pl.col("day") == day).drop("day")
+            part = by_day.get((day,), empty).drop("day")
             pdir = _partition_dir(self.root, table, {"cluster": cluster, "day": day})
             target = pdir / "part-0.parquet"
             if part.height:
