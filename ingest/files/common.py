@@ -151,6 +151,15 @@ def month_number(name: pl.Expr) -> pl.Expr:
     return name.replace_strict(MONTHS, default=None, return_dtype=pl.Int32)
 
 
+def bsd_stamp_parts(month: str, day: str, clock: str) -> list[pl.Expr]:
+    """``_month`` and ``_rest`` (``"DD HH:MM:SS"``) from the groups of an RFC 3164 stamp
+    (``Nov  3 15:32:38``), ready for :func:`stamps_without_year`."""
+    return [
+        month_number(pl.col(month)).alias("_month"),
+        pl.concat_str([pl.col(day).str.zfill(2), pl.col(clock)], separator=" ").alias("_rest"),
+    ]
+
+
 def stamps_without_year(
     frame: pl.DataFrame, month: str, rest: str, ctx: ParseContext
 ) -> pl.Series:

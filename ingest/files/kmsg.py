@@ -17,7 +17,7 @@ from __future__ import annotations
 import polars as pl
 
 from ingest.files.common import (
-    TS_DTYPE, ParseContext, month_number, parse_iso, peel, stamps_without_year,
+    TS_DTYPE, ParseContext, bsd_stamp_parts, parse_iso, peel, stamps_without_year,
 )
 
 KMSG = (
@@ -54,8 +54,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     frame = peel(lines, "line", KMSG, "msg")
     frame = peel(frame, "line", SYSLOG_KERNEL, "smsg")
     frame = frame.with_columns(
-        month_number(pl.col("smon")).alias("_month"),
-        pl.concat_str([pl.col("sday").str.zfill(2), pl.col("stime")], separator=" ").alias("_rest"),
+        *bsd_stamp_parts("smon", "sday", "stime"),
         pl.coalesce(_seconds_to_us(pl.col("mono")), pl.col("usec").cast(pl.Int64)).alias("_mono_us"),
         _seconds_to_us(pl.col("smono")).alias("_smono_us"),
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.files.common import ParseContext, month_number, parse_iso, peel, stamps_without_year
+from ingest.files.common import ParseContext, bsd_stamp_parts, parse_iso, peel, stamps_without_year
 
 PRI = r"(?:<\d{1,3}>)?"
 RFC3164 = (
@@ -35,8 +35,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     frame = peel(lines, "line", RFC3164, "_bsd_rest")
     frame = peel(frame, "line", ISO_HEADER, "_iso_rest")
     frame = frame.with_columns(
-        month_number(pl.col("mon")).alias("_month"),
-        pl.concat_str([pl.col("day").str.zfill(2), pl.col("time")], separator=" ").alias("_rest"),
+        *bsd_stamp_parts("mon", "day", "time"),
         pl.when(pl.col("_bsd_rest_prefix").is_not_null()).then(pl.col("_bsd_rest"))
         .otherwise(pl.col("_iso_rest")).alias("_body"),
     )
