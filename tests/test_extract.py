@@ -1,6 +1,7 @@
 """Vectorized extraction, map outcomes, flood dedupe, determinism and metric conditions.
 
-The lines are verbatim from the shared corpus (``shared/corpus`` beside the repository)/real_lines.jsonl; each keeps its source URL.
+The lines are verbatim from the shared corpus (``shared/corpus/real_lines.jsonl`` beside the
+repository); each keeps its source URL.
 The rules come from tests/good_rules/ (independent of the bundled rules/).
 """
 

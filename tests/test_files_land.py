@@ -1,7 +1,7 @@
 """Landing log files: attempts, rank → node, idempotence, accounting, bad inputs.
 
-Fixture lines are verbatim from the shared corpus (``shared/corpus`` beside the repository) (URL beside each, or in
-test_files_parsers.py for the files under tests/fixtures/logs).
+Fixture lines are verbatim from the shared corpus (``shared/corpus`` beside the repository;
+URL beside each, or in test_files_parsers.py for the files under tests/fixtures/logs).
 """
 
 from __future__ import annotations
