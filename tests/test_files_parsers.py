@@ -1,7 +1,7 @@
 """Parsers of the log-files connector against real lines in their real file formats.
 
-Every message below is verbatim from the shared corpus (``shared/corpus`` beside the repository) (URL beside it); the wrappers
-around it (syslog header, dmesg stamp, journald JSON, kubectl stamp, srun label) are the
+Every message below is verbatim from the shared corpus (``shared/corpus`` beside the
+repository; URL beside it); the wrappers around it (syslog header, dmesg stamp, journald JSON, kubectl stamp, srun label) are the
 formats those tools write, built around the real line.
 """
 
