@@ -38,9 +38,10 @@ app.add_typer(rules_app, name="rules")
 app.add_typer(bench_app, name="bench")
 
 # Outside a terminal (pipes, CI logs) rich would wrap at 80 columns; verdict tables need more.
-out = Console(width=None if sys.stdout.isatty() else 200)
+# Node names, PCI addresses and log lines are data: no emoji codes (``0000:ab:00``).
+out = Console(width=None if sys.stdout.isatty() else 200, emoji=False)
 # Messages quote log lines and hostlists (``gpu[001-004]``): never read them as markup.
-err = Console(stderr=True, markup=False, highlight=False)
+err = Console(stderr=True, markup=False, highlight=False, emoji=False)
 STATE = {"debug": False}
 
 LakeOpt = Annotated[Path, typer.Option("--lake", help="Lake directory.", file_okay=False)]

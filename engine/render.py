@@ -7,6 +7,7 @@ from datetime import date, datetime
 
 import polars as pl
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -56,9 +57,9 @@ def verdict_table(results: pl.DataFrame, title: str = "verdicts") -> Table:
         if row["culprit_ports"]:
             culprit += " port " + ",".join(row["culprit_ports"])
         table.add_row(
-            row["attempt_id"], row["state"], row["domain"], row["cause"],
+            Text(row["attempt_id"]), row["state"], row["domain"], row["cause"],
             Text(row["quality"], style=QUALITY_STYLE.get(row["quality"], "")),
-            culprit, row["recommended_action"],
+            Text(culprit), row["recommended_action"],
         )
     return table
 
@@ -69,7 +70,7 @@ def summary_table(counts: pl.DataFrame, title: str) -> Table:
     for name in counts.columns:
         table.add_column(name)
     for row in counts.iter_rows():
-        table.add_row(*[str(v) for v in row])
+        table.add_row(*[Text(str(v)) for v in row])
     return table
 
 
@@ -77,35 +78,36 @@ def print_explanation(console: Console, verdict: dict) -> None:
     """The verdict and its evidence as a timeline: root first, then every event in time
     order with its node, rank, role and provenance, then a per-node roll-up."""
     v = verdict
-    console.print(f"[bold]{v['attempt_id']}[/bold]  job {v['job_id']} on {v['cluster']}  "
+    console.print(f"[bold]{escape(v['attempt_id'])}[/bold]  job {escape(v['job_id'])} on {escape(v['cluster'])}  "
                   f"state [bold]{v['state']}[/bold]  {_short(v['start_ts'])} → {_short(v['end_ts'])}")
     quality = Text(v["quality"], style=QUALITY_STYLE.get(v["quality"], ""))
     console.print(Text.assemble("verdict: ", (v["domain"], "bold"), " / ", (v["cause"], "bold"),
                                 "  quality ", quality, f"  responsibility {v['responsibility']}"))
     if v["culprit_nodes"] or v["culprit_gpus"] or v["culprit_ports"] or v["culprit_ranks"]:
         console.print(f"culprit: nodes {v['culprit_nodes']} gpus {v['culprit_gpus']} "
-                      f"ports {v['culprit_ports']} ranks {v['culprit_ranks']}")
+                      f"ports {v['culprit_ports']} ranks {v['culprit_ranks']}", markup=False)
     if v["first_fault_ts"]:
         console.print(f"first fault {_short(v['first_fault_ts'])}, job ran on "
-                      f"{v['fault_to_end_s']:.0f} s after it")
+                      f"{v['fault_to_end_s']:.0f} s after it", markup=False)
     if v["affected_nodes"]:
-        console.print(f"affected nodes: {', '.join(v['affected_nodes'])}")
-    console.print(f"recommended action: [bold]{v['recommended_action']}[/bold]")
+        console.print(f"affected nodes: {', '.join(v['affected_nodes'])}", markup=False)
+    console.print(f"recommended action: [bold]{escape(v['recommended_action'])}[/bold]")
     for alt in v["alternatives"]:
         console.print(f"  alternative: {alt['domain']} / {alt['cause']} on {alt['node']} at "
-                      f"{_short(alt['ts'])} ({alt['rule_id']})", style="yellow")
+                      f"{_short(alt['ts'])} ({alt['rule_id']})", style="yellow", markup=False)
     missing = [c for c in v["coverage"] if c["error"]]
     for c in missing:
-        console.print(f"  coverage gap: {c['source']}: {c['error']}", style="red")
+        console.print(f"  coverage gap: {c['source']}: {c['error']}", style="red", markup=False)
     table = Table(title="evidence timeline")
     for name in ("time", "node", "rank", "role", "event", "message", "origin"):
         table.add_column(name, overflow="fold")
     for e in v["evidence"]:
         count = f" ×{e['count']}" if e["count"] and e["count"] > 1 else ""
+        # Log text is data, not markup: "[rank3]:" must print as it was logged.
         table.add_row(
-            _short(e["ts"]), e["node"] or "-", "-" if e["rank"] is None else str(e["rank"]),
-            Text(e["role"], style=ROLE_STYLE.get(e["role"], "")), e["event"] + count,
-            (e["message"] or "")[:160], e["origin"] or "-",
+            _short(e["ts"]), Text(e["node"] or "-"), "-" if e["rank"] is None else str(e["rank"]),
+            Text(e["role"], style=ROLE_STYLE.get(e["role"], "")), Text(e["event"] + count),
+            Text((e["message"] or "")[:160]), Text(e["origin"] or "-"),
         )
     console.print(table)
     per_node: dict[str, dict[str, int]] = {}
@@ -117,5 +119,5 @@ def print_explanation(console: Console, verdict: dict) -> None:
         nodes.add_column("node")
         nodes.add_column("events by role")
         for node in sorted(per_node):
-            nodes.add_row(node, ", ".join(f"{r} {n}" for r, n in sorted(per_node[node].items())))
+            nodes.add_row(Text(node), ", ".join(f"{r} {n}" for r, n in sorted(per_node[node].items())))
         console.print(nodes)

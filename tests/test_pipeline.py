@@ -136,6 +136,15 @@ def test_explain_prints_the_timeline_and_json(demo_lake):
     assert record["culprit_nodes"] == ["gpu003"] and record["evidence"][0]["origin"]
 
 
+def test_log_text_and_addresses_print_verbatim(demo_lake):
+    """PCI addresses and log lines are data: ``0000:ab:00`` is no emoji code and ``[Rank 0]``
+    no markup tag."""
+    result = runner.invoke(app, ["explain", "static/demo/1014/0", "--lake", str(demo_lake.root)])
+    assert "0000:ab:00" in result.stdout
+    result = runner.invoke(app, ["explain", "static/demo/1001/0", "--lake", str(demo_lake.root)])
+    assert "[Rank 0]" in result.stdout
+
+
 def test_extract_json_gives_one_event_per_matching_line(tmp_path):
     log = tmp_path / "kern.log"
     log.write_text(
