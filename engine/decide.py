@@ -122,21 +122,25 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
     )
 
 
-def state_fallback(attempts: pl.DataFrame, state_rules: list) -> pl.DataFrame:
+def state_table(state_rules) -> pl.DataFrame:
+    """One row per normalized state a ``state`` rule covers (the first rule wins):
+    ``state``, ``rule_id``, ``event``, ``domain``, ``cause``, ``action``."""
+    columns = ("rule_id", "event", "domain", "cause", "action")
+    return pl.DataFrame(
+        [{"state": state, "rule_id": r.id, "event": r.event, "domain": r.domain, "cause": r.cause,
+          "action": r.action} for r in state_rules for state in r.states],
+        schema={"state": pl.String, **{c: pl.String for c in columns}},
+    ).unique("state", keep="first", maintain_order=True)
+
+
+def state_fallback(attempts: pl.DataFrame, state_rules) -> pl.DataFrame:
     """Per attempt: the cause its scheduler state implies, from the pack's ``state`` rules.
 
     Returns ``attempt_id``, ``state_domain``, ``state_cause``, ``state_action``,
     ``state_rule_id``, ``state_event`` for attempts whose state some rule covers.
     """
-    table = pl.DataFrame(
-        [
-            {"state": state, "state_domain": r.domain, "state_cause": r.cause,
-             "state_action": r.action, "state_rule_id": r.id, "state_event": r.event}
-            for r in state_rules for state in r.states
-        ],
-        schema={"state": pl.String, "state_domain": pl.String, "state_cause": pl.String,
-                "state_action": pl.String, "state_rule_id": pl.String, "state_event": pl.String},
-    ).unique("state", keep="first", maintain_order=True)
+    table = state_table(state_rules)
+    table = table.rename({c: f"state_{c}" for c in table.columns if c != "state"})
     return attempts.select("attempt_id", "state").join(table, on="state", how="inner").drop("state")
 
 

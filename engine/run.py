@@ -19,7 +19,7 @@ import polars as pl
 
 from engine.config import EngineConfig
 from engine.correlate import apply_precedence, apply_suppress, attach_events, demote_recovered_links
-from engine.decide import decide
+from engine.decide import decide, state_table
 from engine.extract import extract_events
 from engine.fleet import fleet_stage
 from engine.metrics import metric_events
@@ -229,12 +229,7 @@ def connector_failures(lake: Lake, attempts: pl.DataFrame, config: EngineConfig)
 def state_events(attempts: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     """The scheduler record of each ended attempt as a ``context`` event for the evidence
     trail, labelled by the pack's ``state`` rule when one covers its state."""
-    table = pl.DataFrame(
-        [{"state": s, "rule_id": r.id, "event": r.event, "domain": r.domain, "cause": r.cause}
-         for r in pack.state for s in r.states],
-        schema={"state": pl.String, "rule_id": pl.String, "event": pl.String, "domain": pl.String, "cause": pl.String},
-    ).unique("state", keep="first", maintain_order=True)
-    rows = attempts.join(table, on="state", how="left")
+    rows = attempts.join(state_table(pack.state).drop("action"), on="state", how="left")
     message = pl.concat_str(
         pl.lit("scheduler: job "), pl.col("job_id"),
         pl.lit(" ended "), pl.col("raw_state").fill_null(pl.col("state")),
