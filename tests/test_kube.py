@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-import urllib.parse
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import polars as pl
@@ -23,6 +20,7 @@ from ingest.connectors.base import ConnectorError, FetchWindow
 from ingest.connectors.kube import KueueConnector, KueueOptions, PodLogsConnector, PodLogsOptions
 from ingest.lake import Lake
 from ingest.schema import ATTEMPTS, OBSERVATIONS, REJECTS, STATES
+from tests.local_http import serve
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kube"
 
@@ -128,38 +126,21 @@ def kube_api():
     """A stand-in Kubernetes API on 127.0.0.1: the pod object and its log (text/plain)."""
     seen: list[dict] = []
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 — http.server API
-            parsed = urllib.parse.urlsplit(self.path)
-            seen.append({"path": parsed.path, "query": dict(urllib.parse.parse_qsl(parsed.query)),
-                         "auth": self.headers.get("Authorization")})
-            if self.headers.get("Authorization") != "Bearer kube-secret-token":
-                status, ctype, body = 401, "application/json", json.dumps({
-                    "kind": "Status", "apiVersion": "v1", "status": "Failure",
-                    "message": "Unauthorized", "reason": "Unauthorized", "code": 401}).encode()
-            elif parsed.path == "/api/v1/namespaces/ml/pods/train-llama-0-x7k2p/log":
-                status, ctype, body = 200, "text/plain", LOG.encode()
-            elif parsed.path == "/api/v1/namespaces/ml/pods/train-llama-0-x7k2p":
-                status, ctype = 200, "application/json"
-                body = json.dumps({"kind": "Pod", "spec": {"nodeName": "gpu-node-001"}}).encode()
-            else:
-                status, ctype, body = 404, "application/json", b'{"kind":"Status","code":404}'
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path: str, query: dict, headers: dict) -> tuple[int, dict, bytes]:
+        seen.append({"path": path, "query": query, "auth": headers.get("authorization")})
+        if headers.get("authorization") != "Bearer kube-secret-token":
+            return 401, {"Content-Type": "application/json"}, json.dumps({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "message": "Unauthorized", "reason": "Unauthorized", "code": 401}).encode()
+        if path == "/api/v1/namespaces/ml/pods/train-llama-0-x7k2p/log":
+            return 200, {"Content-Type": "text/plain"}, LOG.encode()
+        if path == "/api/v1/namespaces/ml/pods/train-llama-0-x7k2p":
+            return 200, {"Content-Type": "application/json"}, json.dumps(
+                {"kind": "Pod", "spec": {"nodeName": "gpu-node-001"}}).encode()
+        return 404, {"Content-Type": "application/json"}, b'{"kind":"Status","code":404}'
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(answer) as url:
+        yield url, seen
 
 
 def test_pod_log_lines_become_observations(kube_api, monkeypatch, tmp_path):

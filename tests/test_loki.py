@@ -12,10 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-import threading
-import urllib.parse
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import polars as pl
 import pytest
@@ -24,6 +21,7 @@ from ingest.connectors.base import ConnectorError, FetchWindow, TransientError
 from ingest.connectors.loki import LokiConnector, LokiOptions, build_logql
 from ingest.lake import Lake
 from ingest.schema import OBSERVATIONS
+from tests.local_http import serve
 
 # Real kernel lines (sources beside each) placed on two hosts.
 XID_79 = (  # https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1045 (shape of xid_109 line)
@@ -109,30 +107,12 @@ def loki():
     """Start a FakeLoki on 127.0.0.1 (free port); yields ``(fake, url)``."""
     fake = FakeLoki([])
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 — http.server API
-            parsed = urllib.parse.urlsplit(self.path)
-            params = dict(urllib.parse.parse_qsl(parsed.query))
-            fake.requests.append({"params": params, "headers": {k.lower(): v for k, v in self.headers.items()}})
-            status, headers, body = fake.answer(params)
-            self.send_response(status)
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path: str, params: dict, headers: dict) -> tuple[int, dict, bytes]:
+        fake.requests.append({"params": params, "headers": headers})
+        return fake.answer(params)
 
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield fake, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(answer) as url:
+        yield fake, url
 
 
 def _options(url: str, **kw) -> LokiOptions:
