@@ -153,10 +153,59 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     return _update_noted(verdicts, notes, [pl.concat_list("evidence", "_note").alias("evidence")])
 
 
+FLEET_COLUMNS = [
+    "attempt_id", "job_id", "cluster", "end_ts", "domain", "cause", "quality",
+    "culprit_nodes", "culprit_ports", "first_fault_ts", "coverage",
+]
+"""Verdict columns the fleet views read (everything but the bulky evidence trail)."""
+
+HISTORY_COLUMNS = ["attempt_id", "job_id", "cluster", "domain", "culprit_nodes", "first_fault_ts"]
+"""Columns of earlier verdicts the repeat-offender view reads."""
+
+
+def fleet_notes(
+    verdicts: pl.DataFrame, history: pl.DataFrame, topology: pl.DataFrame, config: EngineConfig
+) -> pl.DataFrame:
+    """What the fleet views change, one row per verdict they touch: ``attempt_id``,
+    ``_ports`` (new ``culprit_ports``), ``_quality`` (new ``quality``) and ``_fleet`` (evidence
+    entries to append).
+
+    ``verdicts`` needs only :data:`FLEET_COLUMNS`: a run over a million attempts keeps this
+    slim view of every verdict in memory, not their evidence trails, and applies the notes
+    (:func:`apply_fleet_notes`) when it writes each chunk.
+    """
+    slim = verdicts.select(FLEET_COLUMNS).with_columns(
+        pl.lit([], dtype=pl.List(EVIDENCE_DTYPE)).alias("evidence")
+    )
+    out = mark_systemic(mark_repeat_offenders(add_switch_ports(slim, topology), history, config), config)
+    before = slim.select("attempt_id", pl.col("culprit_ports").alias("_ports0"), pl.col("quality").alias("_quality0"))
+    return (
+        out.join(before, on="attempt_id", how="left")
+        .filter(
+            (pl.col("evidence").list.len() > 0)
+            | (pl.col("culprit_ports") != pl.col("_ports0"))
+            | (pl.col("quality") != pl.col("_quality0"))
+        )
+        .select("attempt_id", pl.col("culprit_ports").alias("_ports"), pl.col("quality").alias("_quality"),
+                pl.col("evidence").alias("_fleet"))
+        .sort("attempt_id")
+    )
+
+
+def apply_fleet_notes(verdicts: pl.DataFrame, notes: pl.DataFrame) -> pl.DataFrame:
+    """``verdicts`` with the :func:`fleet_notes` that concern them applied (row order kept)."""
+    if notes.is_empty():
+        return verdicts
+    return _update_noted(verdicts, notes, [
+        pl.col("_ports").alias("culprit_ports"),
+        pl.col("_quality").alias("quality"),
+        pl.concat_list("evidence", "_fleet").alias("evidence"),
+    ])
+
+
 def fleet_stage(
     verdicts: pl.DataFrame, history: pl.DataFrame, topology: pl.DataFrame, config: EngineConfig
 ) -> pl.DataFrame:
     """Apply every cross-attempt view to this run's verdicts (same rows, same columns)."""
-    out = add_switch_ports(verdicts, topology)
-    out = mark_repeat_offenders(out, history, config)
-    return mark_systemic(out, config).sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
+    notes = fleet_notes(verdicts, history, topology, config)
+    return apply_fleet_notes(verdicts, notes).sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)

@@ -2,18 +2,26 @@
 
 One call of :func:`run_attribution` attributes every attempt that ended in a window of UTC
 days, replaces those days' verdicts in ``results/`` (a rerun never appends), rewrites the
-derived ``events/`` partitions it extracted, and writes a run manifest. Observations are
-read one day partition at a time; the events and verdicts of the whole window are held in
-memory (see the README's benchmark for what that costs at a million attempts).
+derived ``events/`` partitions it extracted, and writes a run manifest.
+
+Memory stays bounded whatever the window holds: attempts are attributed in chunks of
+consecutive end days (about ``chunk_attempts`` each); each observation day is extracted
+once, written to ``events/`` at once and kept in memory only while a later chunk still needs
+it; each chunk's verdicts go to a scratch folder in the lake, and only a slim view of them
+(no evidence trails) stays for the fleet stage, whose notes are applied as the verdicts are
+written.
 """
 
 from __future__ import annotations
 
+import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from functools import cached_property
+from pathlib import Path
 
 import polars as pl
 
@@ -21,10 +29,11 @@ from engine.config import EngineConfig
 from engine.correlate import apply_precedence, apply_suppress, attach_events, demote_recovered_links
 from engine.decide import decide, state_table
 from engine.extract import extract_events
-from engine.fleet import fleet_stage
+from engine.fleet import FLEET_COLUMNS, HISTORY_COLUMNS, apply_fleet_notes, fleet_notes
 from engine.metrics import metric_events
 from engine.rules.loader import RulePack, load_rule_pack
 from engine.rules.python_rules import RuleContext, run_python_rules
+from ingest.files.common import TS_DTYPE
 from ingest.lake import Lake, days_between
 from ingest.schema import EVENTS, RESULTS
 
@@ -33,7 +42,11 @@ Progress = Callable[[str], None]
 
 @dataclass
 class RunSummary:
-    """What a run did: its id, window, counts and per-stage timings (seconds)."""
+    """What a run did: its id, window, counts and per-stage timings (seconds).
+
+    ``verdicts`` reads the run's results back from the lake on first use: a run over a
+    million attempts never holds every verdict in memory at once.
+    """
 
     run_id: str
     since: date
@@ -41,15 +54,25 @@ class RunSummary:
     attempts: int
     observations: int
     events: int
-    verdicts: pl.DataFrame
+    counts: pl.DataFrame
+    lake: Lake
+    clusters: list[str] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+
+    @cached_property
+    def verdicts(self) -> pl.DataFrame:
+        """The run's verdicts (results columns plus ``cluster``), by cluster, end, attempt."""
+        return (
+            self.lake.scan("results", clusters=self.clusters, days=days_between(self.since, self.until))
+            .filter(pl.col("run_id") == self.run_id)
+            .select(RESULTS.names + ["cluster"])
+            .collect()
+            .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
+        )
 
     def by_domain_quality(self) -> pl.DataFrame:
         """Verdict counts by domain and quality (the CLI's summary table)."""
-        return (
-            self.verdicts.group_by("domain", "quality").len("attempts")
-            .sort(["attempts", "domain", "quality"], descending=[True, False, False])
-        )
+        return self.counts
 
 
 def scope_attempts(
@@ -91,31 +114,52 @@ def extract_day(lake: Lake, pack: RulePack, day: date, clusters: list[str] | Non
     return pl.concat([events.select(columns), from_metrics.select(columns)]), n_obs
 
 
+def coverage_counts(observations: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The two pre-aggregates coverage is computed from, in one pass over ``observations``:
+    node-level rows per ``(cluster, node, source, hour)`` (``rows``) and rows tied to an
+    attempt per ``(cluster, attempt_id, source, node)`` (``rows``). Aggregates of separate
+    days concatenate (an hour never spans two days)."""
+    per_hour = (
+        observations.filter(pl.col("attempt_id").is_null())
+        .group_by("cluster", "node", "source", pl.col("ts").dt.truncate("1h").alias("hour"))
+        .len("rows")
+    )
+    per_attempt = observations.filter(pl.col("attempt_id").is_not_null()).group_by(
+        "cluster", "attempt_id", "source", "node"
+    ).len("rows")
+    hours, tied = pl.collect_all([per_hour, per_attempt])
+    return hours, tied
+
+
 def compute_coverage(
     lake: Lake, attempts: pl.DataFrame, days: list[date], config: EngineConfig,
     clusters: list[str] | None = None,
 ) -> pl.DataFrame:
     """Per attempt: rows each source contributed to its nodes and window, and which
     expected sources are missing (node logs for each node; the attempt's own output).
+    Reads the observations of ``days``; see :func:`coverage_from_counts`."""
+    per_hour, per_attempt = coverage_counts(lake.scan("observations", clusters=clusters, days=days))
+    return coverage_from_counts(attempts, per_hour, per_attempt, connector_failures(lake, attempts, config), config)
 
-    Counts are pre-aggregated per (cluster, node, source, hour) in one pass and summed
-    cumulatively, so a window's count is two as-of lookups (the running total at its end
-    minus the one before its start): the cost follows the attempts' node count, not their
-    duration or how many attempts a node ran.
+
+def coverage_from_counts(
+    attempts: pl.DataFrame, per_hour: pl.DataFrame, per_attempt: pl.DataFrame,
+    failures: pl.DataFrame, config: EngineConfig,
+) -> pl.DataFrame:
+    """Coverage of ``attempts`` from :func:`coverage_counts` aggregates and the coverage
+    entries of failed connectors (:func:`connector_failures`).
+
+    Node-level counts are summed cumulatively per (cluster, node, source), so a window's
+    count is two as-of lookups (the running total at its end minus the one before its
+    start): the cost follows the attempts' node count, not their duration or how many
+    attempts a node ran.
     """
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
-    obs = lake.scan("observations", clusters=clusters, days=days)
-    per_hour = (
-        obs.filter(pl.col("attempt_id").is_null())
-        .group_by("cluster", "node", "source", pl.col("ts").dt.truncate("1h").alias("hour"))
-        .len("rows").collect()
-        .sort("cluster", "node", "source", "hour")
-        .with_columns(pl.col("rows").cum_sum().over("cluster", "node", "source").alias("running"))
+    per_hour = per_hour.sort("cluster", "node", "source", "hour").with_columns(
+        pl.col("rows").cum_sum().over("cluster", "node", "source").alias("running")
     )
-    per_attempt = obs.filter(pl.col("attempt_id").is_not_null()).group_by(
-        "cluster", "attempt_id", "source", "node"
-    ).len("rows").collect()
+    per_attempt = per_attempt.group_by("cluster", "attempt_id", "source", "node").agg(pl.col("rows").sum())
     windows = attempts.select(
         "cluster", "attempt_id", pl.col("nodes").alias("node"),
         (pl.col("start_ts") - lookback).dt.truncate("1h").alias("lo"),
@@ -167,7 +211,7 @@ def compute_coverage(
     )
     entries = pl.concat([
         by_source.with_columns(pl.col("rows").cast(pl.Int64), pl.lit(None, dtype=pl.String).alias("error")),
-        missing_nodes, missing_app, connector_failures(lake, attempts, config),
+        missing_nodes, missing_app, failures,
     ]).sort("attempt_id", "source")
     return (
         attempts.select("attempt_id")
@@ -184,30 +228,41 @@ def compute_coverage(
 def recent_results(
     lake: Lake, since: date, until: date, config: EngineConfig, clusters: list[str] | None
 ) -> pl.DataFrame:
-    """Verdicts already in the lake for the ``repeat_window`` before the run's window."""
+    """Verdicts already in the lake for the ``repeat_window`` before the run's window (and
+    in it, from earlier runs): only the columns the repeat-offender view reads."""
     first = since - timedelta(seconds=config.seconds("repeat_window"))
-    return lake.scan("results", clusters=clusters, days=days_between(first, until)).drop("day").collect()
+    return lake.scan("results", clusters=clusters, days=days_between(first, until)).select(HISTORY_COLUMNS).collect()
 
 
-def connector_failures(lake: Lake, attempts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
-    """Coverage entries for connectors whose latest ingest of a window overlapping an
-    attempt (on its cluster) failed: the attempt's evidence may be incomplete."""
+def failing_connectors(lake: Lake) -> pl.DataFrame:
+    """Connectors whose latest ingest of a window failed, from the lake's ingest manifests:
+    ``cluster``, ``connector``, ``error``, ``start``, ``end`` (read once per run)."""
     rows = [
         {"cluster": r["cluster"], "connector": r["connector"], "error": r["error"],
          "start": m["window"]["start"], "end": m["window"]["end"], "ingest_ts": m["ingest_ts"]}
         for m in lake.manifests() if m.get("kind") == "ingest" and m.get("window")
         for r in m["reports"]
     ]
-    schema = {"attempt_id": pl.String, "source": pl.String, "rows": pl.Int64, "error": pl.String}
     if not rows:
-        return pl.DataFrame(schema=schema)
-    latest = (
+        return pl.DataFrame(schema={"cluster": pl.String, "connector": pl.String, "error": pl.String,
+                                    "start": TS_DTYPE, "end": TS_DTYPE})
+    return (
         pl.DataFrame(rows, schema={k: pl.String for k in rows[0]})
         .with_columns(pl.col("start", "end").str.to_datetime(time_unit="us", time_zone="UTC"))
         .sort("ingest_ts")
         .group_by("cluster", "connector", "start", "end", maintain_order=True).last()
         .filter(pl.col("error").is_not_null())
+        .drop("ingest_ts")
     )
+
+
+def connector_failures(
+    lake: Lake, attempts: pl.DataFrame, config: EngineConfig, failing: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Coverage entries for connectors whose latest ingest of a window overlapping an
+    attempt (on its cluster) failed: the attempt's evidence may be incomplete. ``failing``
+    is :func:`failing_connectors` when already read."""
+    latest = failing_connectors(lake) if failing is None else failing
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
     return (
@@ -222,7 +277,6 @@ def connector_failures(lake: Lake, attempts: pl.DataFrame, config: EngineConfig)
         )
         .sort("attempt_id", "source", "error")
         .unique(["attempt_id", "source"], keep="first", maintain_order=True)
-        .cast(schema)
     )
 
 
@@ -288,6 +342,74 @@ def attribute(
     return verdicts, correlated
 
 
+def plan_chunks(attempts: pl.DataFrame, since: date, until: date, config: EngineConfig) -> list[tuple[date, date]]:
+    """Consecutive end-day ranges that cover ``[since, until]``, each closed once it holds
+    ``chunk_attempts`` attempts (a day is never split, so a chunk may hold more)."""
+    per_day = dict(attempts.group_by(pl.col("end_ts").dt.date()).len().iter_rows())
+    chunks: list[tuple[date, date]] = []
+    first, held = since, 0
+    for day in days_between(since, until):
+        held += per_day.get(day, 0)
+        if held >= config.chunk_attempts:
+            chunks.append((first, day))
+            first, held = day + timedelta(days=1), 0
+    if first <= until:
+        chunks.append((first, until))
+    return chunks
+
+
+LOCATED_COLUMNS = ["cluster", "node", "gpu", "port", "attempt_id", "rank", "ts", "rule_id", "event", "role"]
+"""Columns of the GPU- or port-located events a chunk passes on to the python rules of
+later chunks (their ``history``)."""
+
+
+@dataclass
+class _DayEvents:
+    """The observation days of a run: each extracted once, its events written to
+    ``events/`` at once, and its events and coverage counts kept only while a chunk still
+    to come reads that day."""
+
+    lake: Lake
+    pack: RulePack
+    clusters: list[str] | None
+    run_clusters: list[str]
+    days: list[date]
+    say: Progress
+    cache: dict[date, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = field(default_factory=dict)
+    next_day: int = 0
+    observations: int = 0
+    events: int = 0
+    extract_s: float = 0.0
+    write_s: float = 0.0
+
+    def window(self, days: list[date], keep_from: date) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+        """Events, node-hour counts and attempt counts of ``days``: every run day up to the
+        last of them is extracted first (in order, so each day is read once); days before
+        ``keep_from`` are not kept."""
+        while self.next_day < len(self.days) and self.days[self.next_day] <= days[-1]:
+            day = self.days[self.next_day]
+            self.next_day += 1
+            tick = time.perf_counter()
+            events, n_obs = extract_day(self.lake, self.pack, day, self.clusters)
+            counts = coverage_counts(self.lake.scan("observations", clusters=self.clusters, days=[day]))
+            self.extract_s += time.perf_counter() - tick
+            self.observations += n_obs
+            self.events += events.height
+            self.say(f"extracted {events.height} events from {n_obs} lines of {day}")
+            tick = time.perf_counter()
+            by_cluster = events.partition_by("cluster", as_dict=True)
+            for cluster in sorted({c for (c,) in by_cluster} | set(self.run_clusters)):
+                part = by_cluster.get((cluster,), events.head(0)).drop("cluster")
+                self.lake.replace_partitions("events", part, cluster=cluster, days=[day])
+            self.write_s += time.perf_counter() - tick
+            if day >= keep_from:
+                self.cache[day] = (events, *counts)
+        for day in [d for d in self.cache if d < keep_from]:
+            del self.cache[day]
+        parts = [self.cache[d] for d in days if d in self.cache]
+        return tuple(pl.concat([p[i] for p in parts]) for i in range(3))
+
+
 def run_attribution(
     lake: Lake,
     since: date,
@@ -302,60 +424,88 @@ def run_attribution(
 
     Replaces the ``results`` partitions of those days and the ``events`` partitions of the
     observation days read, then writes ``runs/<run_id>.json``. Deterministic: the same lake
-    and pack give identical results except ``run_id``/``run_ts``.
+    and pack give identical results except ``run_id``/``run_ts``. Attempts are attributed
+    in chunks of end days (:func:`plan_chunks`; see the module docstring): a python rule
+    sees, besides the lake's past events, the located events of the chunks before its own.
     """
     pack = pack or load_rule_pack()
     config = config or EngineConfig()
     say = progress or (lambda _msg: None)
     run_ts = datetime.now(UTC).replace(microsecond=0)
     run_id = f"run-{run_ts:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
-    timings: dict[str, float] = {}
+    timings = dict.fromkeys(["scope", "extract", "correlate_decide", "fleet", "write"], 0.0)
 
     tick = time.perf_counter()
     attempts = scope_attempts(lake, since, until, clusters)
+    run_clusters = sorted(attempts["cluster"].unique().to_list())
+    chunks = plan_chunks(attempts, since, until, config)
+    end_day = pl.col("end_ts").dt.date()
+    scoped = [attempts.filter(end_day.is_between(first, last)) for first, last in chunks]
+    del attempts
+    windows = [observation_days(first, last, config, part) for (first, last), part in zip(chunks, scoped, strict=True)]
+    # A day can be dropped from memory once no chunk still to come starts its window before it.
+    keep_from = [min(w[0] for w in windows[k:]) for k in range(len(windows))]
+    day_events = _DayEvents(lake, pack, clusters, run_clusters, sorted({d for w in windows for d in w}), say)
+    failing = failing_connectors(lake)
     timings["scope"] = time.perf_counter() - tick
-    say(f"{attempts.height} attempts ended between {since} and {until}")
+    say(f"{sum(p.height for p in scoped)} attempts ended between {since} and {until}, in {len(chunks)} chunk(s)")
 
-    tick = time.perf_counter()
-    days = observation_days(since, until, config, attempts)
-    per_day, n_obs = [], 0
-    for day in days:
-        events, n = extract_day(lake, pack, day, clusters)
-        n_obs += n
-        per_day.append((day, events))
-        say(f"extracted {events.height} events from {n} lines of {day}")
-    events = pl.concat([e for _, e in per_day])
-    timings["extract"] = time.perf_counter() - tick
+    lake.root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{run_id}-", dir=lake.root) as scratch:
+        slim, located = [], pl.DataFrame()
+        for k, part in enumerate(scoped):
+            extracted = day_events.extract_s
+            events, per_hour, per_attempt = day_events.window(windows[k], keep_from[k])
+            timings["extract"] += day_events.extract_s - extracted
+            tick = time.perf_counter()
+            failures = connector_failures(lake, part, config, failing)
+            coverage = coverage_from_counts(part, per_hour, per_attempt, failures, config)
+            history = pl.concat([lake.scan("events").drop("day"), located.lazy()], how="diagonal_relaxed")
+            verdicts, correlated = attribute(part, events, coverage, pack, config, history=history)
+            del events
+            located = pl.concat([located, correlated.filter(
+                pl.col("attempt_id").is_not_null() & (pl.col("gpu").is_not_null() | pl.col("port").is_not_null())
+            ).select(LOCATED_COLUMNS)], how="diagonal_relaxed")
+            verdicts.write_parquet(Path(scratch) / f"chunk-{k}.parquet", compression="lz4")
+            slim.append(verdicts.select(FLEET_COLUMNS))
+            timings["correlate_decide"] += time.perf_counter() - tick
+            say(f"attributed {part.height} attempts that ended {chunks[k][0]} to {chunks[k][1]}")
+        timings["write"] += day_events.write_s
 
-    tick = time.perf_counter()
-    coverage = compute_coverage(lake, attempts, days, config, clusters)
-    verdicts, _ = attribute(attempts, events, coverage, pack, config, history=lake.scan("events"))
-    timings["correlate_decide"] = time.perf_counter() - tick
+        tick = time.perf_counter()
+        notes = fleet_notes(pl.concat(slim), recent_results(lake, since, until, config, clusters),
+                            lake.scan("topology", clusters=clusters).collect(), config)
+        del slim
+        timings["fleet"] = time.perf_counter() - tick
 
-    tick = time.perf_counter()
-    verdicts = fleet_stage(verdicts, recent_results(lake, since, until, config, clusters),
-                           lake.scan("topology", clusters=clusters).collect(), config)
-    timings["fleet"] = time.perf_counter() - tick
+        tick = time.perf_counter()
+        counts = []
+        for k, (first, last) in enumerate(chunks):
+            results = (
+                apply_fleet_notes(pl.read_parquet(Path(scratch) / f"chunk-{k}.parquet"), notes)
+                .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
+                .with_columns(
+                    pl.lit(pack.version).alias("rule_pack_version"),
+                    pl.lit(run_id).alias("run_id"),
+                    pl.lit(run_ts).cast(pl.Datetime("us", "UTC")).alias("run_ts"),
+                )
+                .select(RESULTS.names + ["cluster"])
+            )
+            for cluster in run_clusters:
+                lake.replace_partitions(
+                    "results", results.filter(pl.col("cluster") == cluster).drop("cluster"),
+                    cluster=cluster, days=days_between(first, last),
+                )
+            counts.append(results.group_by("domain", "quality").len("attempts"))
+        timings["write"] += time.perf_counter() - tick
 
-    tick = time.perf_counter()
-    events_by_cluster = events.partition_by("cluster", as_dict=True)
-    for cluster in sorted(set(events["cluster"].unique().to_list()) | set(attempts["cluster"].unique().to_list())):
-        lake.replace_partitions(
-            "events", events_by_cluster.get((cluster,), events.head(0)).drop("cluster"), cluster=cluster, days=days
-        )
-    results = verdicts.with_columns(
-        pl.lit(pack.version).alias("rule_pack_version"),
-        pl.lit(run_id).alias("run_id"),
-        pl.lit(run_ts).cast(pl.Datetime("us", "UTC")).alias("run_ts"),
-    ).select(RESULTS.names + ["cluster"])
-    for cluster in sorted(results["cluster"].unique().to_list()):
-        lake.replace_partitions(
-            "results", results.filter(pl.col("cluster") == cluster).drop("cluster"),
-            cluster=cluster, days=days_between(since, until),
-        )
-    timings["write"] = time.perf_counter() - tick
-
-    summary = RunSummary(run_id, since, until, attempts.height, n_obs, events.height, results, timings)
+    by_domain_quality = (
+        pl.concat(counts).group_by("domain", "quality").agg(pl.col("attempts").sum())
+        .sort(["attempts", "domain", "quality"], descending=[True, False, False])
+    )
+    n_attempts = sum(p.height for p in scoped)
+    summary = RunSummary(run_id, since, until, n_attempts, day_events.observations, day_events.events,
+                         by_domain_quality, lake, clusters, timings)
     lake.write_manifest(run_id, {
         "kind": "run",
         "run_id": run_id,
@@ -365,12 +515,14 @@ def run_attribution(
         "rule_pack": {"version": pack.version, "files": [str(f) for f in pack.files]},
         "config": config.model_dump(),
         "counts": {
-            "attempts": attempts.height,
-            "observations_read": n_obs,
-            "events": events.height,
-            "verdicts": results.height,
+            "attempts": n_attempts,
+            "observations_read": day_events.observations,
+            "events": day_events.events,
+            "verdicts": int(by_domain_quality["attempts"].sum()),
         },
-        "verdicts": summary.by_domain_quality().to_dicts(),
+        "chunks": [{"since": a.isoformat(), "until": b.isoformat(), "attempts": p.height}
+                   for (a, b), p in zip(chunks, scoped, strict=True)],
+        "verdicts": by_domain_quality.to_dicts(),
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
     })
     return summary

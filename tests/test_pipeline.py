@@ -15,6 +15,7 @@ import yaml
 from typer.testing import CliRunner
 
 from engine.cli import app
+from engine.config import EngineConfig
 from engine.oneshot import SAMPLES, land_manifest, run_demo
 from engine.run import run_attribution
 from ingest.lake import Lake
@@ -74,6 +75,25 @@ def test_two_runs_give_identical_verdicts_and_events(demo_lake):
     assert demo_lake.scan("events").collect().sort("event_id").equals(events_before)
     assert first["run_id"].n_unique() == 1 and second["run_id"][0] != first["run_id"][0]
     assert len(demo_lake.manifests()) == 2
+
+
+def test_chunked_runs_give_the_same_verdicts_and_events(demo_lake, tmp_path):
+    """Attributing one end day at a time (a chunk per day, as a run over a million attempts
+    does) gives the verdicts and events of one chunk for the whole window; nothing is left
+    of the run's scratch files."""
+    first = demo_lake.scan("results").collect().sort("attempt_id")
+    events_before = demo_lake.scan("events").collect().sort("event_id")
+    since, until = first["end_ts"].min().date(), first["end_ts"].max().date()
+    summary = run_attribution(demo_lake, since, until, config=EngineConfig(chunk_attempts=1))
+    manifest = json.loads((demo_lake.root / "runs" / f"{summary.run_id}.json").read_text())
+    assert len(manifest["chunks"]) == (until - since).days + 1 > 1
+    second = demo_lake.scan("results").collect().sort("attempt_id")
+    assert second.drop("run_id", "run_ts").equals(first.drop("run_id", "run_ts"))
+    assert demo_lake.scan("events").collect().sort("event_id").equals(events_before)
+    assert summary.verdicts.sort("attempt_id").drop("run_id", "run_ts").equals(
+        second.drop("run_id", "run_ts", "day").select(summary.verdicts.drop("run_id", "run_ts").columns))
+    assert summary.by_domain_quality()["attempts"].sum() == first.height
+    assert not [p for p in demo_lake.root.iterdir() if p.name.startswith(".")]
 
 
 def test_landing_the_samples_twice_changes_nothing(tmp_path):
