@@ -55,13 +55,22 @@ def empty_events() -> pl.DataFrame:
 
 
 def _prefilter(rules: Sequence[ExtractRule]) -> pl.Expr:
-    """True for lines containing any rule's literal (two scans: exact and case-insensitive)."""
-    scans = []
+    """True for lines containing any rule's literal.
+
+    One regex alternation of the escaped literals (case-insensitive ones in an ASCII-only
+    ``(?i-u:…)`` group, as ``ascii_case_insensitive`` would match them): the regex engine
+    scans for such literal sets with SIMD and measured about twice as fast as
+    ``str.contains_any`` over a day of fleet logs.
+    """
+    branches = []
     for ignore_case in (False, True):
         literals = sorted({lit for r in rules if r.ignore_case == ignore_case for lit in r.prefilter})
         if literals:
-            scans.append(pl.col("message").str.contains_any(literals, ascii_case_insensitive=ignore_case))
-    return pl.any_horizontal(scans).fill_null(False)
+            alternation = "|".join(re.escape(lit) for lit in literals)
+            branches.append(f"(?i-u:{alternation})" if ignore_case else alternation)
+    if not branches:
+        return pl.lit(False)
+    return pl.col("message").str.contains("|".join(branches)).fill_null(False)
 
 
 def _outcome(rule: ExtractRule, key: pl.Expr | None) -> tuple[list[pl.Expr], pl.Expr | None]:
@@ -194,9 +203,11 @@ def _extract(
     if not rules:
         return empty_events()
     candidates = _with_input_columns(observations).filter(_prefilter(rules)).collect().with_row_index("_row")
-    by_rule = _rule_hits(candidates, rules).partition_by("_rule", as_dict=True)
+    by_rule = _rule_hits(candidates, rules).sort("_row").partition_by("_rule", as_dict=True)
+    candidates = candidates.drop("_row")
     plans = [
-        _rule_events(candidates.join(by_rule[(i,)], on="_row", how="semi").drop("_row").lazy(), rule)
+        # Row indices gathered in order: the rule's lines, in the candidates' order.
+        _rule_events(candidates.select(pl.all().gather(by_rule[(i,)]["_row"])).lazy(), rule)
         for i, rule in enumerate(rules) if (i,) in by_rule
     ]
     if not plans:
@@ -247,21 +258,20 @@ def dedupe_events(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     window_s = pl.col("rule_id").replace_strict(
         list(windows), list(windows.values()), default=_DEFAULT_WINDOW_S, return_dtype=pl.Float64
     ) if windows else pl.lit(_DEFAULT_WINDOW_S)
-    previous_last = pl.col("last_ts").shift(1).over(DEDUPE_KEYS)
-    gap_s = (pl.col("ts") - previous_last).dt.total_microseconds() / 1_000_000
-    starts_burst = (previous_last.is_null() | (gap_s > window_s)).fill_null(True)
-    columns = events.columns
-    folded = (
-        events.sort([*DEDUPE_KEYS, "ts", "origin"], nulls_last=True, maintain_order=True)
-        .with_columns(starts_burst.cum_sum().alias("_burst"))
-        .group_by("_burst", maintain_order=True)
-        .agg(
-            *(pl.col(c).first() for c in columns if c not in ("last_ts", "count")),
-            pl.col("last_ts").max(),
-            pl.col("count").sum(),
-        )
+    ordered = events.sort([*DEDUPE_KEYS, "ts", "origin"], nulls_last=True, maintain_order=True)
+    # Sorted by the keys, a row repeats the previous one when every key matches it (nulls
+    # equal): comparing neighbours avoids a window expression over nine keys.
+    same = pl.all_horizontal(pl.col(k).eq_missing(pl.col(k).shift(1)) for k in DEDUPE_KEYS).fill_null(False)
+    gap_s = (pl.col("ts") - pl.col("last_ts").shift(1)).dt.total_microseconds() / 1_000_000
+    starts = (~same | (gap_s > window_s)).fill_null(True)
+    flagged = ordered.with_columns(starts.alias("_start"))
+    burst = pl.col("_start").cum_sum()
+    totals = flagged.group_by(burst.alias("_burst"), maintain_order=True).agg(
+        pl.col("last_ts").max(), pl.col("count").sum()
     )
-    return folded.select(columns).sort(ORDER, nulls_last=True, maintain_order=True)
+    firsts = flagged.filter(pl.col("_start")).drop("last_ts", "count", "_start")
+    folded = firsts.hstack(totals.drop("_burst"))
+    return folded.select(events.columns).sort(ORDER, nulls_last=True, maintain_order=True)
 
 
 def extract_lines_from_files(

@@ -380,6 +380,7 @@ class _DayEvents:
     observations: int = 0
     events: int = 0
     extract_s: float = 0.0
+    count_s: float = 0.0
     write_s: float = 0.0
 
     def window(self, days: list[date], keep_from: date) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -391,8 +392,10 @@ class _DayEvents:
             self.next_day += 1
             tick = time.perf_counter()
             events, n_obs = extract_day(self.lake, self.pack, day, self.clusters)
-            counts = coverage_counts(self.lake.scan("observations", clusters=self.clusters, days=[day]))
             self.extract_s += time.perf_counter() - tick
+            tick = time.perf_counter()
+            counts = coverage_counts(self.lake.scan("observations", clusters=self.clusters, days=[day]))
+            self.count_s += time.perf_counter() - tick
             self.observations += n_obs
             self.events += events.height
             self.say(f"extracted {events.height} events from {n_obs} lines of {day}")
@@ -471,6 +474,8 @@ def run_attribution(
             timings["correlate_decide"] += time.perf_counter() - tick
             say(f"attributed {part.height} attempts that ended {chunks[k][0]} to {chunks[k][1]}")
         timings["write"] += day_events.write_s
+        # Counting rows per node and hour is the coverage input: part of deciding quality.
+        timings["correlate_decide"] += day_events.count_s
 
         tick = time.perf_counter()
         notes = fleet_notes(pl.concat(slim), recent_results(lake, since, until, config, clusters),
