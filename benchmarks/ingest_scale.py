@@ -8,28 +8,20 @@ and the peak RSS of the process. Not a test: a timing script to compare before/a
 from __future__ import annotations
 
 import argparse
-import multiprocessing
-import resource
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from benchmarks.perf import in_child, peak_rss_mb
 from benchmarks.simulate import ingest, simulate
 from ingest.lake import Lake
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far (MiB; Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def run(attempts: int, workdir: Path, seed: int = 0) -> dict:
     """Simulate ``attempts`` attempts under ``workdir`` and time their ingest. The
     simulator runs in a child process, so the peak RSS reported is the ingest's."""
     tick = time.perf_counter()
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        sim = pool.submit(simulate, workdir / "raw", attempts, seed).result()
+    sim = in_child(simulate, workdir / "raw", attempts, seed)
     simulated = time.perf_counter() - tick
     lake = Lake(workdir / "lake")
     tick = time.perf_counter()

@@ -1,19 +1,22 @@
-"""Performance benchmark: wall time, lines/s and peak RSS per stage, the extract pass against
-``rg`` on the same raw text, and batch vs one-at-a-time attribution."""
+"""Performance benchmark: wall time, lines/s and peak RSS per stage (each stage runs in its own
+process), the extract pass against ``rg`` on the same raw text, and batch vs one-at-a-time
+attribution."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import resource
 import shutil
 import subprocess
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import polars as pl
 
-from benchmarks.simulate import ingest, simulate
+from benchmarks.simulate import SimReport, ingest, simulate
 from engine.config import EngineConfig
 from engine.oneshot import attempt_days
 from engine.rules.loader import load_rule_pack
@@ -21,10 +24,39 @@ from engine.run import attribute, compute_coverage, extract_day, observation_day
 from ingest.lake import Lake
 
 
-def peak_rss_mb() -> dict:
-    """Peak resident memory of this process and of its waited-for children (MiB)."""
-    return {"self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "children": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (MiB; Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def in_child(fn, *args):
+    """Run ``fn(*args)`` in a fresh (spawned) process and return its result: each stage's
+    peak RSS is then its own, not inherited from the stages before it."""
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
+def stage_simulate(out: Path, attempts: int, seed: int) -> tuple[SimReport, float, float]:
+    """Simulate the fleet: (report, seconds, peak RSS MiB)."""
+    tick = time.perf_counter()
+    sim = simulate(out, attempts, seed)
+    return sim, time.perf_counter() - tick, peak_rss_mb()
+
+
+def stage_ingest(lake_root: Path, raw: Path) -> tuple[dict, float, float]:
+    """Land the simulated fleet: (per-cluster counts, seconds, peak RSS MiB)."""
+    tick = time.perf_counter()
+    counts = ingest(Lake(lake_root), raw)
+    return counts, time.perf_counter() - tick, peak_rss_mb()
+
+
+def stage_attribution(lake_root: Path) -> tuple[dict, int, float, float]:
+    """Attribute every attempt of the lake: (stage timings, attempts, seconds, peak RSS MiB)."""
+    lake = Lake(lake_root)
+    since, until = attempt_days(lake)
+    tick = time.perf_counter()
+    summary = run_attribution(lake, since, until)
+    return summary.timings, summary.attempts, time.perf_counter() - tick, peak_rss_mb()
 
 
 def rg_seconds(root: Path, literals: list[str]) -> float | None:
@@ -41,12 +73,13 @@ def rg_seconds(root: Path, literals: list[str]) -> float | None:
 
 
 def one_at_a_time(lake: Lake, n: int) -> tuple[float, float]:
-    """Seconds to attribute ``n`` attempts in one call of the engine core, and one call per
-    attempt on that attempt's own events (same extraction, same coverage)."""
+    """Seconds to attribute ``n`` attempts (of the first end day) in one call of the engine
+    core, and one call per attempt on that attempt's own events (same extraction, same
+    coverage)."""
     pack, config = load_rule_pack(), EngineConfig()
-    since, until = attempt_days(lake)
-    attempts = scope_attempts(lake, since, until).head(n)
-    days = observation_days(since, until, config)
+    since, _ = attempt_days(lake)
+    attempts = scope_attempts(lake, since, since).head(n)
+    days = observation_days(since, since, config, attempts)
     events = pl.concat([extract_day(lake, pack, d, None)[0] for d in days])
     coverage = compute_coverage(lake, attempts, days, config)
     tick = time.perf_counter()
@@ -64,33 +97,28 @@ def one_at_a_time(lake: Lake, n: int) -> tuple[float, float]:
 
 
 def bench_perf(attempts: int, out: str | Path | None = None, workdir: str | Path | None = None, seed: int = 0) -> dict:
-    """Simulate, ingest and attribute ``attempts`` attempts; time each stage."""
+    """Simulate, ingest and attribute ``attempts`` attempts, each stage in its own process;
+    time each stage and record its peak RSS."""
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(workdir) if workdir else Path(tmp)
-        timings: dict[str, float] = {}
-        tick = time.perf_counter()
-        sim = simulate(base / "fleet", attempts, seed)
-        timings["simulate"] = time.perf_counter() - tick
-        lake = Lake(base / "lake")
-        tick = time.perf_counter()
-        counts = ingest(lake, sim.out)
-        timings["ingest"] = time.perf_counter() - tick
-        since, until = attempt_days(lake)
-        tick = time.perf_counter()
-        summary = run_attribution(lake, since, until)
-        timings["attribution_total"] = time.perf_counter() - tick
-        timings.update({f"engine_{k}": v for k, v in summary.timings.items()})
+        sim, simulate_s, simulate_rss = in_child(stage_simulate, base / "fleet", attempts, seed)
+        counts, ingest_s, ingest_rss = in_child(stage_ingest, base / "lake", sim.out)
+        engine, attributed, attribution_s, attribution_rss = in_child(stage_attribution, base / "lake")
+        timings = {"simulate": simulate_s, "ingest": ingest_s, "attribution_total": attribution_s}
+        timings.update({f"engine_{k}": v for k, v in engine.items()})
         pack = load_rule_pack()
         literals = [lit for r in pack.extract for lit in r.prefilter]
         rg = rg_seconds(sim.out, literals)
-        batch, single = one_at_a_time(lake, min(1000, summary.attempts))
+        batch, single = one_at_a_time(Lake(base / "lake"), min(1000, attributed))
         report = {
             "attempts": attempts, "raw_lines": sim.lines, "files": sim.files,
             "lines_landed": sum(c["landed"] for c in counts.values()),
             "timings_s": {k: round(v, 3) for k, v in timings.items()},
             "lines_per_s": {k: round(sim.lines / v) for k, v in timings.items() if v > 0},
-            "peak_rss_mb": peak_rss_mb(),
-            "rg_s": rg, "extract_vs_rg": round(timings["engine_extract"] / rg, 2) if rg else None,
+            "peak_rss_mb": {"simulate": round(simulate_rss), "ingest": round(ingest_rss),
+                            "attribution": round(attribution_rss)},
+            "raw_to_results_s": round(ingest_s + attribution_s, 3),
+            "rg_s": rg, "extract_vs_rg": round(engine["extract"] / rg, 2) if rg else None,
             "batch_s": round(batch, 3), "one_at_a_time_s": round(single, 3),
             "batch_speedup": round(single / batch, 1) if batch else None,
         }

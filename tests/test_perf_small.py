@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks.perf import bench_perf
 
 
@@ -17,4 +19,5 @@ def test_small_perf_run_reports_every_stage(tmp_path):
         assert stages[stage] >= 0, stage
     assert report["lines_landed"] > 0 and report["raw_lines"] >= report["lines_landed"]
     assert report["batch_s"] > 0 and report["one_at_a_time_s"] > 0
-    assert report["peak_rss_mb"]["self"] > 0
+    assert all(report["peak_rss_mb"][stage] > 0 for stage in ("simulate", "ingest", "attribution"))
+    assert report["raw_to_results_s"] == pytest.approx(stages["ingest"] + stages["attribution_total"], abs=0.01)
