@@ -23,7 +23,7 @@ after the end cannot have caused it.
     offender (fleet stage).
 ``systemic_window`` (10 min) and ``systemic_nodes`` (3)
     The same root cause on at least this many nodes within this window is a systemic event.
-``chunk_attempts`` (200,000)
+``chunk_attempts`` (100,000)
     A run attributes attempts in chunks of consecutive end days holding about this many
     attempts: memory follows the chunk, not the window (a nightly run is one chunk).
 """
@@ -54,7 +54,7 @@ class EngineConfig(BaseModel):
     repeat_window: Duration = "7d"
     systemic_window: Duration = "10m"
     systemic_nodes: int = Field(3, ge=2)
-    chunk_attempts: int = Field(200_000, ge=1)
+    chunk_attempts: int = Field(100_000, ge=1)
     node_log_sources: tuple[str, ...] = NODE_LOG_SOURCES
     app_log_sources: tuple[str, ...] = APP_LOG_SOURCES
 

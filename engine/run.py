@@ -328,11 +328,8 @@ def attribute(
     This is the pure core of a run: no lake access, so tests and ``explain``-style one-off
     attribution call it directly.
     """
-    correlated = attach_events(attempts, events, config)
-    correlated = pl.concat([
-        correlated,
-        attach_events(attempts, state_events(attempts, pack), config),
-    ]).sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
+    scheduler = state_events(attempts, pack).select(events.columns).cast(events.schema)
+    correlated = attach_events(attempts, pl.concat([events, scheduler]), config)
     correlated = apply_suppress(correlated, pack.suppress)
     correlated = apply_precedence(correlated, pack.precedence)
     correlated = demote_recovered_links(correlated)
