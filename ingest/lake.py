@@ -272,7 +272,11 @@ class Lake:
         days: Sequence[date] | None = None,
         sources: Sequence[str] | None = None,
     ) -> list[Path]:
-        """The Parquet files of ``table`` in the selected partitions, in a stable order."""
+        """The Parquet files of ``table`` in the selected partitions, in a stable order.
+
+        Walks only the selected partition folders, level by level (a lake holds thousands
+        of files and a run asks for one day at a time), never the whole table.
+        """
         base = self.root / table
         if not base.exists():
             return []
@@ -281,16 +285,18 @@ class Lake:
             "day": {d.isoformat() for d in days} if days is not None else None,
             "source": set(sources) if sources is not None else None,
         }
-        out = []
-        for path in sorted(base.rglob("*.parquet")):
-            if path.name.startswith("."):
-                continue
-            parts = dict(
-                p.split("=", 1) for p in path.relative_to(base).parts[:-1] if "=" in p
-            )
-            if all(wanted[k] is None or parts.get(k) in wanted[k] for k in parts if k in wanted):
-                out.append(path)
-        return out
+        folders = [str(base)]
+        for key in PARTITIONS[table]:
+            prefix = f"{key}="
+            folders = [
+                entry.path for folder in folders for entry in _sorted_entries(folder)
+                if entry.is_dir() and entry.name.startswith(prefix)
+                and (wanted[key] is None or entry.name[len(prefix):] in wanted[key])
+            ]
+        return [
+            Path(entry.path) for folder in folders for entry in _sorted_entries(folder)
+            if entry.is_file() and entry.name.endswith(".parquet") and not entry.name.startswith(".")
+        ]
 
     def scan(
         self,
@@ -444,6 +450,15 @@ class Lake:
                 if stale != target or not merged.height:
                     stale.unlink()
         return LandReport(table, frame.height, tuple(written))
+
+
+def _sorted_entries(folder: str) -> list[os.DirEntry]:
+    """The entries of ``folder`` by name (none if it vanished meanwhile)."""
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(entries, key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
 
 
 def days_between(since: date, until: date) -> list[date]:
