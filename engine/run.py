@@ -18,6 +18,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property
@@ -355,6 +356,10 @@ def plan_chunks(attempts: pl.DataFrame, since: date, until: date, config: Engine
     return chunks
 
 
+READ_THREADS = 2
+"""Observation days read at once: much of one day's scan runs on a single core, so two
+days in flight keep both cores of a small machine busy."""
+
 LOCATED_COLUMNS = ["cluster", "node", "gpu", "port", "attempt_id", "rank", "ts", "rule_id", "event", "role"]
 """Columns of the GPU- or port-located events a chunk passes on to the python rules of
 later chunks (their ``history``)."""
@@ -376,34 +381,39 @@ class _DayEvents:
     next_day: int = 0
     observations: int = 0
     events: int = 0
-    extract_s: float = 0.0
-    count_s: float = 0.0
+    read_s: float = 0.0
     write_s: float = 0.0
+
+    def _read_day(self, day: date) -> tuple[pl.DataFrame, int, tuple[pl.DataFrame, pl.DataFrame]]:
+        """One day's events, its line count and its coverage counts."""
+        events, n_obs = extract_day(self.lake, self.pack, day, self.clusters)
+        return events, n_obs, coverage_counts(self.lake.scan("observations", clusters=self.clusters, days=[day]))
 
     def window(self, days: list[date], keep_from: date) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         """Events, node-hour counts and attempt counts of ``days``: every run day up to the
-        last of them is extracted first (in order, so each day is read once); days before
-        ``keep_from`` are not kept."""
+        last of them is read first (each day once, :data:`READ_THREADS` at a time, written
+        in day order); days before ``keep_from`` are not kept."""
+        todo = []
         while self.next_day < len(self.days) and self.days[self.next_day] <= days[-1]:
-            day = self.days[self.next_day]
+            todo.append(self.days[self.next_day])
             self.next_day += 1
-            tick = time.perf_counter()
-            events, n_obs = extract_day(self.lake, self.pack, day, self.clusters)
-            self.extract_s += time.perf_counter() - tick
-            tick = time.perf_counter()
-            counts = coverage_counts(self.lake.scan("observations", clusters=self.clusters, days=[day]))
-            self.count_s += time.perf_counter() - tick
-            self.observations += n_obs
-            self.events += events.height
-            self.say(f"extracted {events.height} events from {n_obs} lines of {day}")
-            tick = time.perf_counter()
-            by_cluster = events.partition_by("cluster", as_dict=True)
-            for cluster in sorted({c for (c,) in by_cluster} | set(self.run_clusters)):
-                part = by_cluster.get((cluster,), events.head(0)).drop("cluster")
-                self.lake.replace_partitions("events", part, cluster=cluster, days=[day])
-            self.write_s += time.perf_counter() - tick
-            if day >= keep_from:
-                self.cache[day] = (events, *counts)
+        tick = time.perf_counter()
+        written = 0.0
+        with ThreadPoolExecutor(READ_THREADS) as pool:
+            for day, (events, n_obs, counts) in zip(todo, pool.map(self._read_day, todo), strict=True):
+                self.observations += n_obs
+                self.events += events.height
+                self.say(f"extracted {events.height} events from {n_obs} lines of {day}")
+                started = time.perf_counter()
+                by_cluster = events.partition_by("cluster", as_dict=True)
+                for cluster in sorted({c for (c,) in by_cluster} | set(self.run_clusters)):
+                    part = by_cluster.get((cluster,), events.head(0)).drop("cluster")
+                    self.lake.replace_partitions("events", part, cluster=cluster, days=[day])
+                written += time.perf_counter() - started
+                if day >= keep_from:
+                    self.cache[day] = (events, *counts)
+        self.write_s += written
+        self.read_s += time.perf_counter() - tick - written
         for day in [d for d in self.cache if d < keep_from]:
             del self.cache[day]
         parts = [self.cache[d] for d in days if d in self.cache]
@@ -454,9 +464,7 @@ def run_attribution(
     with tempfile.TemporaryDirectory(prefix=f".{run_id}-", dir=lake.root) as scratch:
         slim, located = [], pl.DataFrame()
         for k, part in enumerate(scoped):
-            extracted = day_events.extract_s
             events, per_hour, per_attempt = day_events.window(windows[k], keep_from[k])
-            timings["extract"] += day_events.extract_s - extracted
             tick = time.perf_counter()
             failures = connector_failures(lake, part, config, failing)
             coverage = coverage_from_counts(part, per_hour, per_attempt, failures, config)
@@ -471,8 +479,8 @@ def run_attribution(
             timings["correlate_decide"] += time.perf_counter() - tick
             say(f"attributed {part.height} attempts that ended {chunks[k][0]} to {chunks[k][1]}")
         timings["write"] += day_events.write_s
-        # Counting rows per node and hour is the coverage input: part of deciding quality.
-        timings["correlate_decide"] += day_events.count_s
+        # Reading a day is extracting its events and counting its rows for coverage.
+        timings["extract"] = day_events.read_s
 
         tick = time.perf_counter()
         notes = fleet_notes(pl.concat(slim), recent_results(lake, since, until, config, clusters),
