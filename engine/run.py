@@ -6,10 +6,10 @@ derived ``events/`` partitions it extracted, and writes a run manifest.
 
 Memory stays bounded whatever the window holds: attempts are attributed in chunks of
 consecutive end days (about ``chunk_attempts`` each); each observation day is extracted
-once, written to ``events/`` at once and kept in memory only while a later chunk still needs
-it; each chunk's verdicts go to a scratch folder in the lake, and only a slim view of them
-(no evidence trails) stays for the fleet stage, whose notes are applied as the verdicts are
-written.
+once, written to ``events/`` at once and kept in memory only while a later chunk still
+needs it; with several chunks, each chunk's verdicts go to a scratch folder in the lake and
+only a slim view of them (no evidence trails) stays for the fleet stage, whose notes are
+applied as the verdicts are written.
 """
 
 from __future__ import annotations
@@ -462,7 +462,7 @@ def run_attribution(
 
     lake.root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{run_id}-", dir=lake.root) as scratch:
-        slim, located = [], pl.DataFrame()
+        slim, located, staged = [], pl.DataFrame(), []
         for k, part in enumerate(scoped):
             events, per_hour, per_attempt = day_events.window(windows[k], keep_from[k])
             tick = time.perf_counter()
@@ -474,7 +474,11 @@ def run_attribution(
             located = pl.concat([located, correlated.filter(
                 pl.col("attempt_id").is_not_null() & (pl.col("gpu").is_not_null() | pl.col("port").is_not_null())
             ).select(LOCATED_COLUMNS)], how="diagonal_relaxed")
-            verdicts.write_parquet(Path(scratch) / f"chunk-{k}.parquet", compression="lz4")
+            if len(scoped) == 1:  # one chunk: nothing to bound, keep its verdicts
+                staged.append(verdicts)
+            else:
+                staged.append(Path(scratch) / f"chunk-{k}.parquet")
+                verdicts.write_parquet(staged[-1], compression="lz4")
             slim.append(verdicts.select(FLEET_COLUMNS))
             timings["correlate_decide"] += time.perf_counter() - tick
             say(f"attributed {part.height} attempts that ended {chunks[k][0]} to {chunks[k][1]}")
@@ -492,7 +496,7 @@ def run_attribution(
         counts = []
         for k, (first, last) in enumerate(chunks):
             results = (
-                apply_fleet_notes(pl.read_parquet(Path(scratch) / f"chunk-{k}.parquet"), notes)
+                apply_fleet_notes(staged[k] if isinstance(staged[k], pl.DataFrame) else pl.read_parquet(staged[k]), notes)
                 .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
                 .with_columns(
                     pl.lit(pack.version).alias("rule_pack_version"),
