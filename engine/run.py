@@ -455,7 +455,10 @@ def run_attribution(
     windows = [observation_days(first, last, config, part) for (first, last), part in zip(chunks, scoped, strict=True)]
     # A day can be dropped from memory once no chunk still to come starts its window before it.
     keep_from = [min(w[0] for w in windows[k:]) for k in range(len(windows))]
-    day_events = _DayEvents(lake, pack, clusters, run_clusters, sorted({d for w in windows for d in w}), say)
+    # Every day from the first window's start to the last window's end is rewritten, even
+    # one no chunk reads: the events table then matches the pack over the whole span.
+    span = days_between(min(w[0] for w in windows), max(w[-1] for w in windows))
+    day_events = _DayEvents(lake, pack, clusters, run_clusters, span, say)
     failing = failing_connectors(lake)
     timings["scope"] = time.perf_counter() - tick
     say(f"{sum(p.height for p in scoped)} attempts ended between {since} and {until}, in {len(chunks)} chunk(s)")
