@@ -56,6 +56,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -90,6 +91,9 @@ MODE = {
     "events": "replace",
     "results": "replace",
 }
+
+WRITE_THREADS = 2
+"""Partition files a derived-table replace writes at once."""
 
 PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3}
 
@@ -240,20 +244,21 @@ class Lake:
         outside = set(frame["day"].unique().to_list()) - days
         if outside:
             raise LakeError(f"{table}: rows fall on days outside the replaced set: {sorted(outside)}")
-        files = []
         by_day = frame.partition_by("day", as_dict=True)
         empty = frame.head(0)
-        for day in sorted(days):
-            part = by_day.get((day,), empty).drop("day")
-            pdir = _partition_dir(self.root, table, {"cluster": cluster, "day": day})
-            target = pdir / "part-0.parquet"
-            if part.height:
-                self._write(part, table, target)
-                files.append(str(target))
+        parts = [
+            (by_day.get((day,), empty).drop("day"), _partition_dir(self.root, table, {"cluster": cluster, "day": day}))
+            for day in sorted(days)
+        ]
+        writes = [(part, table, pdir / "part-0.parquet") for part, pdir in parts if part.height]
+        # Parquet encoding runs on one core per file and releases the GIL: days in parallel.
+        with ThreadPoolExecutor(WRITE_THREADS) as pool:
+            list(pool.map(lambda job: self._write(*job), writes))
+        for part, pdir in parts:
             for stale in pdir.glob("*.parquet") if pdir.exists() else ():
-                if stale != target or not part.height:
+                if stale.name != "part-0.parquet" or not part.height:
                     stale.unlink()
-        return LandReport(table, frame.height, tuple(files))
+        return LandReport(table, frame.height, tuple(str(target) for _, _, target in writes))
 
     def write_manifest(self, run_id: str, manifest: dict) -> Path:
         """Write ``runs/<run_id>.json`` atomically."""
