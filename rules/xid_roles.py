@@ -83,9 +83,10 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         offenders, on=list(GPU_KEY), how="left", maintain_order="left"
     ).with_columns(pl.col("_repeat_offender").fill_null(False))
     upgrade = pl.col("_repeat_offender") & pl.col("event").is_in(REPEATABLE_EVENTS)
-    nonfatal = pl.col("event").is_in(NVLINK5_EVENTS) & pl.col("params").str.json_path_match(
-        "$.detail"
-    ).str.contains(r"\bNonfatal\b").fill_null(False)
+    # Only NVLink5 rows carry a severity: parse their params, not every event's.
+    nvlink5 = pl.col("event").is_in(NVLINK5_EVENTS)
+    params = pl.when(nvlink5).then(pl.col("params"))
+    nonfatal = nvlink5 & params.str.json_path_match("$.detail").str.contains(r"\bNonfatal\b").fill_null(False)
     return marked.with_columns(
         pl.when(upgrade).then(pl.lit("gpu")).otherwise(pl.col("domain")).alias("domain"),
         pl.when(upgrade).then(pl.lit("gpu.repeated_xid")).otherwise(pl.col("cause")).alias("cause"),
