@@ -175,10 +175,13 @@ def stamps_without_year(
     back a year.
     """
     m = pl.col(month)
-    wraps = (m.forward_fill().shift(1).over("file") - m >= ROLLOVER_DROP).fill_null(False)
-    work = frame.select(
-        "file", "mtime", m.alias("_m"), pl.col(rest).alias("_rest"), wraps.cast(pl.Int32).alias("_wraps"),
-    ).with_columns(pl.col("_wraps").cum_sum().over("file").alias("_wrap"))
+    # Only stamped lines take part (in application logs most lines carry no such stamp):
+    # within a file the previous stamped line is then simply the previous row, and lines
+    # without a stamp get null below.
+    stamped = frame.select("file", "mtime", m.alias("_m"), pl.col(rest).alias("_rest")).with_row_index("_row")
+    stamped = stamped.filter(pl.col("_m").is_not_null())
+    wraps = (pl.col("_m").shift(1).over("file") - pl.col("_m") >= ROLLOVER_DROP).fill_null(False)
+    work = stamped.with_columns(wraps.cast(pl.Int32).cum_sum().over("file").alias("_wrap"))
 
     def build(years: pl.Expr) -> pl.Expr:
         text = pl.concat_str(
@@ -189,21 +192,19 @@ def stamps_without_year(
         )
 
     if ctx.year is not None:
-        return work.select(build(pl.col("_wrap") + ctx.year).alias("ts")).to_series()
-
-    limit = pl.col("mtime") + FUTURE_SLACK
-    # The last stamped line of each file decides whether the file ends in its mtime's year.
-    ends = (
-        work.filter(pl.col("_m").is_not_null())
-        .group_by("file").agg(pl.all().last())
-        .select("file", (build(pl.col("mtime").dt.year()) > limit).fill_null(False).cast(pl.Int32).alias("_back"))
-    )
-    work = work.join(ends, on="file", how="left", maintain_order="left")
-    end_year = pl.col("mtime").dt.year() - pl.col("_back").fill_null(0)
-    ts = build(pl.col("_wrap") - pl.col("_wrap").max().over("file") + end_year)
-    return work.select(
-        pl.when(ts > limit).then(ts.dt.offset_by("-1y")).otherwise(ts).alias("ts")
-    ).to_series()
+        stamps = work.select(build(pl.col("_wrap") + ctx.year).alias("ts")).to_series()
+    else:
+        limit = pl.col("mtime") + FUTURE_SLACK
+        # The last stamped line of each file decides whether the file ends in its mtime's year.
+        ends = (
+            work.group_by("file").agg(pl.all().last())
+            .select("file", (build(pl.col("mtime").dt.year()) > limit).fill_null(False).cast(pl.Int32).alias("_back"))
+        )
+        work = work.join(ends, on="file", how="left", maintain_order="left")
+        end_year = pl.col("mtime").dt.year() - pl.col("_back").fill_null(0)
+        ts = build(pl.col("_wrap") - pl.col("_wrap").max().over("file") + end_year)
+        stamps = work.select(pl.when(ts > limit).then(ts.dt.offset_by("-1y")).otherwise(ts).alias("ts")).to_series()
+    return pl.repeat(None, frame.height, dtype=TS_DTYPE, eager=True).alias("ts").scatter(work["_row"], stamps)
 
 
 def parse_iso(text: pl.Expr) -> pl.Expr:
