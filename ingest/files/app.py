@@ -50,7 +50,9 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         pl.concat_str([pl.col("gday"), pl.col("gtime")], separator=" ").alias("_rest"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_glog_ts"))
-    ts = pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso")))
+    # A column, not an expression: the reason reads it too, and would parse every stamp again.
+    frame = frame.with_columns(pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso"))).alias("ts"))
+    ts = pl.col("ts")
     message = pl.col("_message")
     has_stamp = pl.col("gmon").is_not_null() | pl.col("iso").is_not_null()
     reason = (
@@ -63,7 +65,6 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         .otherwise(message.str.extract(SLURM_TOOL, 1))
     )
     return frame.with_columns(
-        ts.alias("ts"),
         pl.coalesce(pl.col("trank"), pl.col("label")).cast(pl.Int32, strict=False).alias("rank"),
         pl.col("nhost").alias("node"),
         program.alias("program"),
