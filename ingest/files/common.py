@@ -215,7 +215,10 @@ def parse_iso(text: pl.Expr) -> pl.Expr:
     with_zone = norm.str.replace(r"Z$", "+00:00").str.to_datetime(
         "%Y-%m-%d %H:%M:%S%.f%#z", time_unit="us", strict=False
     )
-    naive = norm.str.to_datetime(
+    # A stamp ending in a zone cannot parse without one: skipping those spares a failed parse
+    # of every stamp of a zoned format (RFC 3339 syslog, kubectl).
+    zoned = norm.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$")
+    naive = pl.when(~zoned).then(norm).str.to_datetime(
         "%Y-%m-%d %H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False
     )
     return pl.coalesce(with_zone.dt.convert_time_zone("UTC"), naive)
