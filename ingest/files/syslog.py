@@ -45,7 +45,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     )
     is_5424 = pl.col("v5424").is_not_null()
     frame = peel(frame, "_body", TAG, "msg")
-    frame = peel(frame, "_body", RFC5424_HEADER, "msg5424")
+    # Only RFC 5424 lines have those header fields: other lines skip the regex (null input).
+    frame = frame.with_columns(pl.when(is_5424).then(pl.col("_body")).alias("_body5424"))
+    frame = peel(frame, "_body5424", RFC5424_HEADER, "msg5424")
     body = pl.col("_body")
     matched = pl.col("mon").is_not_null() | pl.col("iso").is_not_null()
     continuation = ~matched & line.str.contains(r"^\s")
