@@ -181,6 +181,9 @@ def stamps_without_year(
     # without a stamp get null below.
     stamped = frame.select("file", "mtime", m.alias("_m"), pl.col(rest).alias("_rest")).with_row_index("_row")
     stamped = stamped.filter(pl.col("_m").is_not_null())
+    nulls = pl.repeat(None, frame.height, dtype=TS_DTYPE, eager=True).alias("ts")
+    if stamped.is_empty():
+        return nulls
     wraps = (pl.col("_m").shift(1).over("file") - pl.col("_m") >= ROLLOVER_DROP).fill_null(False)
     work = stamped.with_columns(wraps.cast(pl.Int32).cum_sum().over("file").alias("_wrap"))
 
@@ -205,7 +208,7 @@ def stamps_without_year(
         end_year = pl.col("mtime").dt.year() - pl.col("_back").fill_null(0)
         ts = build(pl.col("_wrap") - pl.col("_wrap").max().over("file") + end_year)
         stamps = work.select(pl.when(ts > limit).then(ts.dt.offset_by("-1y")).otherwise(ts).alias("ts")).to_series()
-    return pl.repeat(None, frame.height, dtype=TS_DTYPE, eager=True).alias("ts").scatter(work["_row"], stamps)
+    return nulls.scatter(work["_row"], stamps)
 
 
 def parse_iso(text: pl.Expr) -> pl.Expr:
