@@ -236,13 +236,17 @@ def fill_stamps(parsed: pl.DataFrame, ingest_time: datetime) -> pl.DataFrame:
     file to an attempt may later replace it with the attempt's start). Nothing is dropped.
     """
     ts = pl.col("ts")
-    inherited = ts.forward_fill().over("file").fill_null(ts.backward_fill().over("file"))
-    return parsed.with_columns(
+    # A column, not an expression: both outputs read it, and the windows would run twice.
+    filled = parsed.with_columns(
+        ts.forward_fill().over("file").fill_null(ts.backward_fill().over("file")).alias("_inherited")
+    )
+    inherited = pl.col("_inherited")
+    return filled.with_columns(
         pl.when(ts.is_not_null()).then(pl.col("ts_kind"))
         .when(inherited.is_not_null()).then(pl.lit("inferred"))
         .otherwise(pl.lit("ingest")).alias("ts_source"),
         pl.coalesce(inherited, pl.lit(ingest_time, dtype=TS_DTYPE)).alias("ts"),
-    )
+    ).drop("_inherited")
 
 
 def peel(frame: pl.DataFrame, column: str, prefix: str, rest: str) -> pl.DataFrame:
