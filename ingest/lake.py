@@ -351,7 +351,9 @@ class Lake:
         return pl.coalesce(cols).dt.convert_time_zone("UTC").dt.date().alias("day")
 
     def _write(self, frame: pl.DataFrame, table: str, target: Path) -> None:
-        arrow = frame.to_arrow().cast(TABLES[table])
+        # Polars' default string views must be copied into Arrow strings; its large strings
+        # only need their offsets narrowed (the same table, about three times cheaper).
+        arrow = frame.to_arrow(compat_level=pl.CompatLevel.oldest()).cast(TABLES[table])
         _atomic_write_bytes(target, lambda fh: pq.write_table(arrow, fh, **PARQUET_OPTIONS))
 
     def _index_dir(self, table: str, cluster: str) -> Path:
@@ -377,9 +379,10 @@ class Lake:
         key = batch_key(inputs)
         ids = pl.Series("input_id", inputs, dtype=pl.String)
         targets: dict[str, pl.DataFrame] = {}
-        for (day,), part in frame.sort("day", maintain_order=True).partition_by(
-            "day", as_dict=True, maintain_order=True
-        ).items():
+        # Partitions in day order, each with its rows in landing order: sorting the (few) days
+        # spares sorting every row.
+        parts = frame.partition_by("day", as_dict=True, maintain_order=True)
+        for (day,), part in sorted(parts.items(), key=lambda item: item[0]):
             values = {"cluster": cluster, "day": day, "source": source}
             rel = (_partition_dir(self.root, table, values) / f"part-{key}.parquet").relative_to(self.root)
             targets[rel.as_posix()] = part.drop("day")

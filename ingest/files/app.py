@@ -32,26 +32,32 @@ STAMP = (
 )
 NCCL_HOST = r"(?P<nhost>[A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] "
 SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[\d+\])?: "
+PREFIXES = f"(?:{LABEL})?(?:{LAUNCHER})?(?:{STAMP})?(?:{NCCL_HOST})?"
+"""Every prefix in one regex: each optional part is taken whenever it matches where the
+previous one ended, as peeling them one by one would, but the line is scanned once and
+sliced once."""
+BROKEN_AFTER_LABEL = r"^(?: *\d+: )?" + BROKEN_LAUNCHER.removeprefix("^")
+""":data:`BROKEN_LAUNCHER` after an optional ``srun --label`` prefix (the label regex can
+only match one way, and a torchrun prefix cannot start with a space or a digit)."""
 
 
 def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataFrame:
     """Add ``rank``, ``node``, ``program``, ``message``, ``ts`` and ``reason`` columns by
     peeling the prefixes (see the module docstring) off column ``text``."""
-    frame = peel(frame, text, LABEL, "_after_label")
-    frame = peel(frame, "_after_label", LAUNCHER, "_after_rank")
-    frame = peel(frame, "_after_rank", STAMP, "_after_stamp")
-    frame = peel(frame, "_after_stamp", NCCL_HOST, "_message")
+    frame = peel(frame, text, PREFIXES, "_message")
     frame = frame.with_columns(
         pl.col("gmon").cast(pl.Int32).alias("_month"),
         pl.concat_str([pl.col("gday"), pl.col("gtime")], separator=" ").alias("_rest"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_glog_ts"))
-    ts = pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso")))
+    # A column, not an expression: the reason reads it too, and would parse every stamp again.
+    frame = frame.with_columns(pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso"))).alias("ts"))
+    ts = pl.col("ts")
     message = pl.col("_message")
     has_stamp = pl.col("gmon").is_not_null() | pl.col("iso").is_not_null()
     reason = (
         pl.when(has_stamp & ts.is_null()).then(pl.lit("invalid date in the line's timestamp prefix"))
-        .when(pl.col("trank").is_null() & pl.col("_after_label").str.contains(BROKEN_LAUNCHER))
+        .when(pl.col("trank").is_null() & pl.col(text).str.contains(BROKEN_AFTER_LABEL))
         .then(pl.lit("torchrun prefix without a rank number (expected '[rank<N>]:' or '[<role><N>]:')"))
     )
     program = (
@@ -59,7 +65,6 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         .otherwise(message.str.extract(SLURM_TOOL, 1))
     )
     return frame.with_columns(
-        ts.alias("ts"),
         pl.coalesce(pl.col("trank"), pl.col("label")).cast(pl.Int32, strict=False).alias("rank"),
         pl.col("nhost").alias("node"),
         program.alias("program"),

@@ -119,7 +119,8 @@ def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequ
     1-based physical line number, so ``origin`` points at the right line even when blank
     lines were skipped.
     """
-    texts = [raw.replace(b"\x00", REPLACEMENT).decode("utf-8", "replace") for raw in raws]
+    # Most files hold no NUL: looking first spares a copy of each.
+    texts = [(raw.replace(b"\x00", REPLACEMENT) if b"\x00" in raw else raw).decode("utf-8", "replace") for raw in raws]
     files = pl.DataFrame({
         "file": pl.Series(range(len(paths)), dtype=pl.UInt32),
         "input_id": [str(p) for p in paths],
@@ -128,22 +129,22 @@ def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequ
         "_text": texts,
     })
     del texts
-    # A final newline ends the last line, it does not start another; an empty file has no line.
-    text = pl.col("_text")
-    split = (
-        pl.when(text.str.len_bytes() == 0).then(pl.lit([], dtype=pl.List(pl.String)))
-        .otherwise(text.str.strip_suffix("\n").str.split("\n"))
-    )
+    # The piece after a file's last newline (all of an empty file) is empty and not a line:
+    # a final newline ends the last line, it does not start another.
     frame = (
-        files.select("file", "mtime", split.alias("line"))
-        .with_columns(pl.int_ranges(1, pl.col("line").list.len() + 1, dtype=pl.Int64).alias("seq"))
-        .explode(["line", "seq"], empty_as_null=False)
-        .select("file", "seq", pl.col("line").str.strip_suffix("\r"), "mtime")
+        files.select("file", "mtime", pl.col("_text").str.split("\n").alias("line"))
+        .with_columns(pl.col("line").list.len().alias("_pieces"))
+        .with_columns(pl.int_ranges(1, pl.col("_pieces") + 1, dtype=pl.Int64).alias("seq"))
+        .explode(["line", "seq"])
     )
-    blank = pl.col("line").str.strip_chars().str.len_bytes() == 0
-    counts = frame.group_by("file").agg(blank.sum().cast(pl.Int64).alias("blank"))
+    end = (pl.col("seq") == pl.col("_pieces")) & (pl.col("line") == "")
+    line = pl.col("line").str.strip_suffix("\r") if any(b"\r" in raw for raw in raws) else pl.col("line")
+    frame = frame.select("file", "seq", line, "mtime", end.alias("_end")).with_columns(
+        (pl.col("line").str.strip_chars().str.len_bytes() == 0).alias("_blank")
+    )
+    counts = frame.filter(pl.col("_blank") & ~pl.col("_end")).group_by("file").agg(pl.len().cast(pl.Int64).alias("blank"))
     files = files.drop("_text").join(counts, on="file", how="left").with_columns(pl.col("blank").fill_null(0))
-    return FileBatch(frame.filter(~blank), files.sort("file"))
+    return FileBatch(frame.filter(~pl.col("_blank")).drop("_end", "_blank"), files.sort("file"))
 
 
 def month_number(name: pl.Expr) -> pl.Expr:
@@ -175,10 +176,16 @@ def stamps_without_year(
     back a year.
     """
     m = pl.col(month)
-    wraps = (m.forward_fill().shift(1).over("file") - m >= ROLLOVER_DROP).fill_null(False)
-    work = frame.select(
-        "file", "mtime", m.alias("_m"), pl.col(rest).alias("_rest"), wraps.cast(pl.Int32).alias("_wraps"),
-    ).with_columns(pl.col("_wraps").cum_sum().over("file").alias("_wrap"))
+    # Only stamped lines take part (in application logs most lines carry no such stamp):
+    # within a file the previous stamped line is then simply the previous row, and lines
+    # without a stamp get null below.
+    stamped = frame.select("file", "mtime", m.alias("_m"), pl.col(rest).alias("_rest")).with_row_index("_row")
+    stamped = stamped.filter(pl.col("_m").is_not_null())
+    nulls = pl.repeat(None, frame.height, dtype=TS_DTYPE, eager=True).alias("ts")
+    if stamped.is_empty():
+        return nulls
+    wraps = (pl.col("_m").shift(1).over("file") - pl.col("_m") >= ROLLOVER_DROP).fill_null(False)
+    work = stamped.with_columns(wraps.cast(pl.Int32).cum_sum().over("file").alias("_wrap"))
 
     def build(years: pl.Expr) -> pl.Expr:
         text = pl.concat_str(
@@ -189,21 +196,19 @@ def stamps_without_year(
         )
 
     if ctx.year is not None:
-        return work.select(build(pl.col("_wrap") + ctx.year).alias("ts")).to_series()
-
-    limit = pl.col("mtime") + FUTURE_SLACK
-    # The last stamped line of each file decides whether the file ends in its mtime's year.
-    ends = (
-        work.filter(pl.col("_m").is_not_null())
-        .group_by("file").agg(pl.all().last())
-        .select("file", (build(pl.col("mtime").dt.year()) > limit).fill_null(False).cast(pl.Int32).alias("_back"))
-    )
-    work = work.join(ends, on="file", how="left", maintain_order="left")
-    end_year = pl.col("mtime").dt.year() - pl.col("_back").fill_null(0)
-    ts = build(pl.col("_wrap") - pl.col("_wrap").max().over("file") + end_year)
-    return work.select(
-        pl.when(ts > limit).then(ts.dt.offset_by("-1y")).otherwise(ts).alias("ts")
-    ).to_series()
+        stamps = work.select(build(pl.col("_wrap") + ctx.year).alias("ts")).to_series()
+    else:
+        limit = pl.col("mtime") + FUTURE_SLACK
+        # The last stamped line of each file decides whether the file ends in its mtime's year.
+        ends = (
+            work.group_by("file").agg(pl.all().last())
+            .select("file", (build(pl.col("mtime").dt.year()) > limit).fill_null(False).cast(pl.Int32).alias("_back"))
+        )
+        work = work.join(ends, on="file", how="left", maintain_order="left")
+        end_year = pl.col("mtime").dt.year() - pl.col("_back").fill_null(0)
+        ts = build(pl.col("_wrap") - pl.col("_wrap").max().over("file") + end_year)
+        stamps = work.select(pl.when(ts > limit).then(ts.dt.offset_by("-1y")).otherwise(ts).alias("ts")).to_series()
+    return nulls.scatter(work["_row"], stamps)
 
 
 def parse_iso(text: pl.Expr) -> pl.Expr:
@@ -213,7 +218,10 @@ def parse_iso(text: pl.Expr) -> pl.Expr:
     with_zone = norm.str.replace(r"Z$", "+00:00").str.to_datetime(
         "%Y-%m-%d %H:%M:%S%.f%#z", time_unit="us", strict=False
     )
-    naive = norm.str.to_datetime(
+    # A stamp ending in a zone cannot parse without one: skipping those spares a failed parse
+    # of every stamp of a zoned format (RFC 3339 syslog, kubectl).
+    zoned = norm.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$")
+    naive = pl.when(~zoned).then(norm).str.to_datetime(
         "%Y-%m-%d %H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False
     )
     return pl.coalesce(with_zone.dt.convert_time_zone("UTC"), naive)
@@ -228,13 +236,17 @@ def fill_stamps(parsed: pl.DataFrame, ingest_time: datetime) -> pl.DataFrame:
     file to an attempt may later replace it with the attempt's start). Nothing is dropped.
     """
     ts = pl.col("ts")
-    inherited = ts.forward_fill().over("file").fill_null(ts.backward_fill().over("file"))
-    return parsed.with_columns(
+    # A column, not an expression: both outputs read it, and the windows would run twice.
+    filled = parsed.with_columns(
+        ts.forward_fill().over("file").fill_null(ts.backward_fill().over("file")).alias("_inherited")
+    )
+    inherited = pl.col("_inherited")
+    return filled.with_columns(
         pl.when(ts.is_not_null()).then(pl.col("ts_kind"))
         .when(inherited.is_not_null()).then(pl.lit("inferred"))
         .otherwise(pl.lit("ingest")).alias("ts_source"),
         pl.coalesce(inherited, pl.lit(ingest_time, dtype=TS_DTYPE)).alias("ts"),
-    )
+    ).drop("_inherited")
 
 
 def peel(frame: pl.DataFrame, column: str, prefix: str, rest: str) -> pl.DataFrame:

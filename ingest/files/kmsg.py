@@ -83,7 +83,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         pl.col("_sys_ts"),
     )
     has_mono = pl.col("_mono_us").is_not_null()
-    ts = pl.when(has_mono).then(monotonic).otherwise(wall)
+    # A column, not an expression: ts_kind and the reason read it too, and would parse again.
+    frame = frame.with_columns(pl.when(has_mono).then(monotonic).otherwise(wall).alias("_ts"))
+    ts = pl.col("_ts")
     matched = has_mono | pl.col("ctime").is_not_null() | pl.col("iso").is_not_null() | pl.col("smon").is_not_null()
     reason = (
         pl.when(has_mono & ts.is_null()).then(pl.lit(NEEDS_BOOT_TIME))

@@ -174,7 +174,10 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     """
     if cands.is_empty():
         return obs
-    stampless = obs.group_by("file").agg((pl.col("ts_source") == "ingest").all().alias("_stampless"))
+    # The joins below carry only the columns they read and write; the result replaces those
+    # columns of ``obs``.
+    tied = obs.select("file", "ts", "ts_source", "rank", "node")
+    stampless = tied.group_by("file").agg((pl.col("ts_source") == "ingest").all().alias("_stampless"))
     # Nothing dates the lines of a stampless file: Slurm rewrites the output file on
     # requeue unless told to append, so it most likely holds the last attempt.
     k = pl.col("_k")
@@ -186,39 +189,45 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
         pl.col("start_ts").sort_by("_k").first().alias("_first_start"),
         ((pl.len() > 1) & pl.col("start_ts").is_not_null().all()).alias("_split"),
     )
-    obs = obs.join(per_file, on="file", how="left", maintain_order="left")
+    tied = tied.join(per_file, on="file", how="left", maintain_order="left")
     dated = (pl.col("ts_source") == "ingest") & pl.col("_first_start").is_not_null()
-    obs = obs.with_columns(
+    tied = tied.with_columns(
         pl.when(dated).then(pl.col("_first_start")).otherwise(pl.col("ts")).cast(TS_DTYPE).alias("ts"),
         pl.when(dated).then(pl.lit("inferred")).otherwise(pl.col("ts_source")).alias("ts_source"),
         pl.col("_first").alias("attempt_id"),
     )
-    if obs["_split"].any():
-        obs = obs.with_row_index("_row")
+    if tied["_split"].any():
+        tied = tied.with_row_index("_row")
         split_files = per_file.filter(pl.col("_split")).select("file")
         starts = cands.join(split_files, on="file", how="semi").select(
             "file", pl.col("start_ts").alias("_start"), pl.col("attempt_id").alias("_attempt")
         ).sort("_start")
         hits = (
-            obs.filter(pl.col("_split").fill_null(False)).select("_row", "file", "ts").sort("ts")
+            tied.filter(pl.col("_split").fill_null(False)).select("_row", "file", "ts").sort("ts")
             .join_asof(starts, left_on="ts", right_on="_start", by="file", strategy="backward",
                        check_sortedness=False)
         )
-        obs = obs.join(hits.select("_row", "_attempt"), on="_row", how="left", maintain_order="left").with_columns(
+        tied = tied.join(hits.select("_row", "_attempt"), on="_row", how="left", maintain_order="left").with_columns(
             pl.coalesce("_attempt", "attempt_id").alias("attempt_id")
-        ).drop("_row", "_attempt")
+        )
     placed = cands.select(
         "attempt_id",
         pl.coalesce("ranks_per_node", "gpus_per_node").cast(pl.Int64).alias("_per_node"),
         pl.col("nodes").alias("_nodes"),
-    ).unique("attempt_id", keep="first")
+    ).unique("attempt_id", keep="first").with_row_index("_a")
+    # One row per (attempt, node index): looking the node up by a join is much cheaper than
+    # copying each attempt's node list onto every line to index into it.
+    slots = placed.select(
+        "_a", pl.col("_nodes").alias("_node"), pl.int_ranges(pl.col("_nodes").list.len()).alias("_i"),
+    ).explode(["_node", "_i"])
     index = pl.col("rank").cast(pl.Int64) // pl.col("_per_node")
-    rank_node = pl.when((pl.col("_per_node") > 0) & (index >= 0)).then(pl.col("_nodes").list.get(index, null_on_oob=True))
-    return (
-        obs.join(placed, on="attempt_id", how="left", maintain_order="left")
-        .with_columns(pl.coalesce("node", rank_node).alias("node"))
-        .drop("_first", "_first_start", "_split", "_per_node", "_nodes")
+    tied = (
+        tied.join(placed.drop("_nodes"), on="attempt_id", how="left", maintain_order="left")
+        .with_columns(pl.when((pl.col("_per_node") > 0) & (index >= 0)).then(index).alias("_i"))
+        .join(slots, on=["_a", "_i"], how="left", maintain_order="left")
+        .select("ts", "ts_source", "attempt_id", pl.coalesce("node", "_node").alias("node"))
     )
+    return obs.with_columns(tied.get_columns())
 
 
 def lake_slices(parsed: ParsedBatch, obs: pl.DataFrame) -> Iterator[tuple[str, str | None, pl.DataFrame, pl.Series]]:

@@ -45,10 +45,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     )
     is_5424 = pl.col("v5424").is_not_null()
     frame = peel(frame, "_body", TAG, "msg")
-    frame = peel(frame, "_body", RFC5424_HEADER, "msg5424")
+    # Only RFC 5424 lines have those header fields: other lines skip the regex (null input).
+    frame = frame.with_columns(pl.when(is_5424).then(pl.col("_body")).alias("_body5424"))
+    frame = peel(frame, "_body5424", RFC5424_HEADER, "msg5424")
     body = pl.col("_body")
     matched = pl.col("mon").is_not_null() | pl.col("iso").is_not_null()
-    continuation = ~matched & line.str.contains(r"^\s")
     app = pl.when(pl.col("app") != "-").then(pl.col("app"))
     program = pl.when(is_5424).then(app).otherwise(pl.col("tag"))
     text = (
@@ -56,7 +57,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(pl.col("tag").is_not_null()).then(pl.col("msg"))
         .otherwise(body)
     )
-    message = pl.when(matched).then(text.str.replace(KERNEL_STAMP, "")).otherwise(line.str.strip_chars())
+    # Columns, not expressions: each is read several times below.
+    frame = frame.with_columns(
+        (~matched & line.str.contains(r"^\s")).alias("_continuation"), text.alias("_text")
+    )
+    continuation = pl.col("_continuation")
+    text = pl.col("_text")
+    # Only a text starting with "[" can hold a kernel stamp, and only lines without a header
+    # are stripped: the other rows reach those operations as null.
+    unstamped = pl.coalesce(pl.when(text.str.starts_with("[")).then(text).str.replace(KERNEL_STAMP, ""), text)
+    message = pl.when(matched).then(unstamped).otherwise(pl.when(~matched).then(line).str.strip_chars())
     ts = pl.coalesce("_bsd_ts", "_iso_ts")
     reason = (
         pl.when(continuation).then(None)
