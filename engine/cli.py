@@ -234,6 +234,9 @@ def ingest_files(
     cluster: Annotated[str, typer.Option("--cluster", help="Cluster the logs belong to.")],
     source: SourceOpt = None,
     node: Annotated[str | None, typer.Option("--node", help="Node for files that name no host.")] = None,
+    node_pattern: Annotated[str | None, typer.Option(
+        "--node-pattern", help="Regex whose first group finds the node in each file's path (instead of --node).",
+    )] = None,
     attempt: Annotated[str | None, typer.Option("--attempt", help="Tie every line to this attempt id.")] = None,
     year: Annotated[int | None, typer.Option("--year", help="Year of RFC 3164 stamps (default: file mtime).")] = None,
     boot_time: Annotated[
@@ -247,7 +250,7 @@ def ingest_files(
 
     counts = IngestCounts()
     counts.add_files(land_log_files(Lake(lake), paths, cluster=cluster, source=source, node=node,
-                                    attempt_id=attempt, year=year, boot_time=boot_time))
+                                    node_pattern=node_pattern, attempt_id=attempt, year=year, boot_time=boot_time))
     _print_ingest(counts)
 
 

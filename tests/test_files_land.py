@@ -103,6 +103,32 @@ def test_attempt_and_node_options_override(tmp_path):
     assert observations(lake)["node"].to_list() == ["gpu-z"]
 
 
+def test_node_pattern_names_each_files_node_from_its_path(tmp_path):
+    """One landing of several nodes' kernel logs: the node comes from each path (lines that
+    name their host keep it), and a pattern that misses a path fails before anything lands."""
+    lake = Lake(tmp_path / "lake")
+    for node in ("gpu-a", "gpu-b"):
+        (tmp_path / "dmesg" / node).mkdir(parents=True)
+        shutil.copy(FIXTURES / "dmesg-gpu.txt", tmp_path / "dmesg" / node / "dmesg.txt")
+    (tmp_path / "syslog").mkdir()
+    (tmp_path / "syslog" / "gpu-c.log").write_text(SYSLOG_LINE[0] + "\n")
+    pattern = r"/(?:dmesg|syslog)/([^/]+?)(?:/dmesg\.txt|\.log)$"
+    land_log_files(lake, [tmp_path / "dmesg"], cluster=CLUSTER, source="kmsg", node_pattern=pattern,
+                   boot_time=datetime(2026, 2, 1, tzinfo=timezone.utc))
+    land_log_files(lake, [tmp_path / "syslog"], cluster=CLUSTER, node_pattern=pattern, year=2026)
+    nodes = observations(lake).group_by("source").agg(pl.col("node").unique().sort())
+    assert dict(nodes.iter_rows()) == {"kmsg": ["gpu-a", "gpu-b"], "syslog": ["000-000-00000-1-gpu-1"]}
+    stray = tmp_path / "stray.txt"
+    stray.write_text("x\n")
+    with pytest.raises(FilesError, match=r"finds no node \(its first group\) in .*stray\.txt"):
+        land_log_files(lake, [tmp_path / "dmesg", stray], cluster=CLUSTER, node_pattern=pattern)
+    with pytest.raises(FilesError, match=r"not a valid regex"):
+        land_log_files(lake, [stray], cluster=CLUSTER, node_pattern=r"(unclosed")
+    with pytest.raises(FilesError, match=r"either a node or a node pattern"):
+        land_log_files(lake, [stray], cluster=CLUSTER, node="n", node_pattern=pattern)
+    assert observations(lake)["node"].n_unique() == 3
+
+
 def test_relanding_is_idempotent_and_every_line_is_accounted_for(tmp_path):
     lake = Lake(tmp_path / "lake")
     logs = tmp_path / "logs"

@@ -20,8 +20,8 @@ from ingest.files import FilesError
 from ingest.files.common import ParseContext
 from ingest.files.detect import check_source
 from ingest.files.land import (
-    BATCH_BYTES, candidate_attempts, known_attempts, lake_slices, read_batches, resolved_files,
-    tie_to_attempts,
+    BATCH_BYTES, candidate_attempts, check_node_pattern, known_attempts, lake_slices, read_batches,
+    resolved_files, tie_to_attempts,
 )
 from ingest.files.read import as_utc, parse_batch
 from ingest.static import ContextError, read_static_context
@@ -33,6 +33,7 @@ class FilesOptions(ConnectorOptions):
     paths: list[Path] = Field(min_length=1)
     source: str | None = None
     node: str | None = None
+    node_pattern: str | None = None
     attempt_id: str | None = None
     year: int | None = None
     boot_time: datetime | None = None
@@ -53,11 +54,12 @@ class FilesConnector(Connector):
             if opts.source is not None:
                 check_source(opts.source)
             files = resolved_files(opts.paths)
+            check_node_pattern(files, opts.node, opts.node_pattern)
         except FilesError as exc:
             raise ConnectorError(f"files: {exc}") from None
         attempts = known_attempts(self.lake, self.cluster)
         ctx = ParseContext(year=opts.year, boot_time=as_utc(opts.boot_time), default_node=opts.node,
-                           ingest_time=datetime.now(UTC))
+                           ingest_time=datetime.now(UTC), node_pattern=opts.node_pattern)
         for batch in read_batches(files, BATCH_BYTES):
             parsed = parse_batch(batch, ctx, opts.source)
             obs = tie_to_attempts(parsed.observations, candidate_attempts(parsed.files, attempts,

@@ -62,9 +62,11 @@ class ParseContext:
     ``year`` is the year of the first year-less stamp of each file (``None``: anchor the
     last one to the file's ``mtime``); ``boot_time`` converts kernel monotonic stamps
     (``None``: read it from each file, see :mod:`ingest.files.kmsg`); ``default_node`` is
-    the node of lines that do not name one. ``end_at_ingest`` lets a kernel log without any
-    boot time be placed as if its last line was written at ``ingest_time`` (one-shot
-    diagnosis of a pasted ``dmesg``: the order is exact, the wall time a guess).
+    the node of lines that do not name one; ``node_pattern`` (instead of ``default_node``)
+    takes that node from each file's path, as the first group of the regex. ``end_at_ingest``
+    lets a kernel log without any boot time be placed as if its last line was written at
+    ``ingest_time`` (one-shot diagnosis of a pasted ``dmesg``: the order is exact, the wall
+    time a guess).
     """
 
     year: int | None
@@ -72,6 +74,7 @@ class ParseContext:
     default_node: str | None
     ingest_time: datetime
     end_at_ingest: bool = False
+    node_pattern: str | None = None
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,26 @@ def resolved_files(paths: Iterable[str | Path]) -> list[str]:
     return list(out)
 
 
+def check_node_pattern(files: list[str], node: str | None, node_pattern: str | None) -> None:
+    """Raise :class:`FilesError` unless ``node_pattern`` (when given) is a valid regex
+    with a group that finds a node in every path of ``files``, and ``node`` is not given
+    with it."""
+    if node_pattern is None:
+        return
+    if node is not None:
+        raise FilesError("give either a node or a node pattern, not both")
+    try:
+        found = pl.Series("path", files, dtype=pl.String).str.extract(node_pattern, 1)
+    except pl.exceptions.PolarsError as exc:
+        raise FilesError(f"node pattern {node_pattern!r} is not a valid regex with a group: {exc}") from None
+    missing = pl.Series("path", files, dtype=pl.String).filter(found.fill_null("") == "")
+    if missing.len():
+        more = f" and {missing.len() - 3} more" if missing.len() > 3 else ""
+        raise FilesError(
+            f"node pattern {node_pattern!r} finds no node (its first group) in {', '.join(missing.head(3))}{more}"
+        )
+
+
 def read_batches(files: list[str], budget: int) -> Iterator[FileBatch]:
     """Read ``files`` in order into batches of about ``budget`` bytes of text each."""
     paths: list[str] = []
@@ -273,13 +293,16 @@ def land_log_files(
     year: int | None = None,
     boot_time: datetime | None = None,
     end_at_ingest: bool = False,
+    node_pattern: str | None = None,
 ) -> FilesReport:
     """Parse and land log files (or folders of them) into ``observations`` and ``rejects``.
 
     Every path and the ``source`` are checked before anything is read or landed (a bad one
     raises :class:`FilesError`). Each file lands under its resolved path as ``input_id``:
     landing it again, alone or with other files, replaces its rows, so re-landing is
-    idempotent. ``node`` is the node of lines that name none; ``attempt_id`` ties every
+    idempotent. ``node`` is the node of lines that name none, or ``node_pattern`` a regex
+    whose first group finds it in each file's path (``/dmesg/([^/]+)[.]log$``: one call
+    lands every node's kernel log); ``attempt_id`` ties every
     file to that attempt (default: Slurm output names are looked up in the lake's
     attempts); ``year``, ``boot_time`` and ``end_at_ingest`` see
     :func:`ingest.files.read.read_log_file`. Returns per-file counts, in path order.
@@ -287,6 +310,7 @@ def land_log_files(
     if source is not None:
         check_source(source)
     files = resolved_files(paths)
+    check_node_pattern(files, node, node_pattern)
     # Only Slurm output names and --attempt-id tie files to attempts: node logs (most
     # landing calls) skip reading the attempts table.
     if attempt_id is not None or any(SLURM_NAME.search(f) for f in files):
@@ -295,7 +319,7 @@ def land_log_files(
         attempts = pl.from_arrow(ATTEMPTS.empty_table()).select(ATTEMPT_FIELDS + ["job_id", "attempt_index"])
     ctx = ParseContext(
         year=year, boot_time=as_utc(boot_time), default_node=node,
-        ingest_time=datetime.now(timezone.utc), end_at_ingest=end_at_ingest,
+        ingest_time=datetime.now(timezone.utc), end_at_ingest=end_at_ingest, node_pattern=node_pattern,
     )
     report = FilesReport()
     for batch in read_batches(files, BATCH_BYTES):

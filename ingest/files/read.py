@@ -88,6 +88,8 @@ def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) 
             **dict.fromkeys(PARSED_COLUMNS, pl.String), "file": pl.UInt32, "seq": pl.Int64, "ts": TS_DTYPE,
             "rank": pl.Int32, "line": pl.String, "source": pl.String, "input_id": pl.String,
         })
+    if ctx.node_pattern is not None:
+        frame = frame.with_columns(pl.coalesce("node", pl.col("input_id").str.extract(ctx.node_pattern, 1)).alias("node"))
     origin = pl.concat_str([pl.col("input_id"), pl.lit(":"), pl.col("seq").cast(pl.String)]).alias("origin")
     accepted = fill_stamps(frame.filter(pl.col("reason").is_null()), ctx.ingest_time)
     observations = accepted.with_columns(pl.lit(None, dtype=pl.String).alias("attempt_id"), origin).select(
