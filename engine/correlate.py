@@ -102,31 +102,32 @@ def add_time_bounds(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
     Ordering roots by ``ts_hi`` lets precisely stamped kernel evidence win over unstamped
     application lines that merely inherited an early stamp.
     """
-    located = events.with_columns(
+    # The look-ahead runs on a narrow frame of the unstamped lines only; the wide events
+    # keep their order and only gain the result.
+    narrow = events.select(
+        pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
+        "attempt_id", "ts",
         pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
         pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"),
         pl.col("ts_source").is_in(PRECISE_TS).fill_null(False).alias("_precise"),
-    )
+    ).filter(pl.col("_line").is_not_null())
     stamped = (
-        located.filter(pl.col("_precise") & pl.col("_line").is_not_null())
+        narrow.filter(pl.col("_precise"))
         .select("attempt_id", "_file", "_line", pl.col("ts").alias("_next_ts"))
         .sort("_line")
     )
-    with_line = located.filter(pl.col("_line").is_not_null()).sort("_line").join_asof(
+    following = narrow.filter(~pl.col("_precise")).sort("_line").join_asof(
         stamped, on="_line", by=["attempt_id", "_file"], strategy="forward", allow_exact_matches=False,
         check_sortedness=False,
+    ).select("_row", "_next_ts")
+    next_ts = (
+        pl.DataFrame({"_row": pl.int_range(events.height, dtype=pl.UInt32, eager=True)})
+        .join(following, on="_row", how="left", maintain_order="left")["_next_ts"]
     )
-    without_line = located.filter(pl.col("_line").is_null()).with_columns(
-        pl.lit(None, dtype=located.schema["ts"]).alias("_next_ts")
-    )
-    latest = pl.min_horizontal(pl.col("_next_ts"), pl.col("end_ts") + skew)
-    return (
-        pl.concat([with_line, without_line])
-        .with_columns(
-            pl.when(pl.col("_precise")).then(pl.col("ts"))
-            .otherwise(pl.max_horizontal(pl.col("ts"), latest)).alias("ts_hi")
-        )
-        .drop("_file", "_line", "_precise", "_next_ts")
+    precise = pl.col("ts_source").is_in(PRECISE_TS).fill_null(False)
+    latest = pl.min_horizontal(pl.lit(next_ts), pl.col("end_ts") + skew)
+    return events.with_columns(
+        pl.when(precise).then(pl.col("ts")).otherwise(pl.max_horizontal(pl.col("ts"), latest)).alias("ts_hi")
     )
 
 
