@@ -197,8 +197,10 @@ def _rule_hits(candidates: pl.DataFrame, rules: Sequence[ExtractRule]) -> pl.Dat
 
 
 def _extract(
-    observations: pl.LazyFrame | pl.DataFrame, pack: RulePack, *, keep_benign: bool = True
+    observations: pl.LazyFrame | pl.DataFrame, pack: RulePack, *, keep_benign: bool = True, ordered: bool = True
 ) -> pl.DataFrame:
+    """Events of the pack's extract rules, one per matching line and rule, sorted by
+    :data:`ORDER` unless ``ordered`` is false (the flood dedupe sorts them its own way)."""
     rules = [r for r in pack.extract if keep_benign or r.role != "benign" or r.map is not None]
     if not rules:
         return empty_events()
@@ -215,7 +217,9 @@ def _extract(
     events = pl.concat(plans, how="vertical").cast(dict(EVENT_SCHEMA))
     if not keep_benign:
         events = events.filter(pl.col("role") != "benign")
-    return events.sort(ORDER, nulls_last=True, maintain_order=True).collect()
+    if ordered:
+        events = events.sort(ORDER, nulls_last=True, maintain_order=True)
+    return events.collect()
 
 
 def extract_events(
@@ -228,7 +232,7 @@ def extract_events(
     rule_id. ``keep_benign=False`` (the attribution run) skips what is explicitly harmless:
     benign events never take part in a verdict, and NCCL INFO banners are most of a log.
     """
-    return dedupe_events(_extract(observations, pack, keep_benign=keep_benign), pack)
+    return dedupe_events(_extract(observations, pack, keep_benign=keep_benign, ordered=False), pack)
 
 
 def extract_lines(lines: Sequence[str], pack: RulePack, *, source: str | None = None) -> pl.DataFrame:
