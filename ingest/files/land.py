@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -321,9 +322,21 @@ def land_log_files(
         year=year, boot_time=as_utc(boot_time), default_node=node,
         ingest_time=datetime.now(timezone.utc), end_at_ingest=end_at_ingest, node_pattern=node_pattern,
     )
-    report = FilesReport()
-    for batch in read_batches(files, BATCH_BYTES):
+    batches = read_batches(files, BATCH_BYTES)
+
+    def prepare() -> tuple[ParsedBatch, pl.DataFrame] | None:
+        batch = next(batches, None)
+        if batch is None:
+            return None
         parsed = parse_batch(batch, ctx, source)
-        cands = candidate_attempts(parsed.files, attempts, attempt_id=attempt_id)
-        report.files.extend(land_batch(lake, parsed, cands, cluster))
+        return parsed, candidate_attempts(parsed.files, attempts, attempt_id=attempt_id)
+
+    report = FilesReport()
+    # One batch is read and parsed in a worker thread while the previous one is tied and
+    # written (file reads, Polars and Parquet encoding release the GIL): two cores busy.
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(prepare)
+        while (ready := pending.result()) is not None:
+            pending = pool.submit(prepare)
+            report.files.extend(land_batch(lake, *ready, cluster))
     return report
