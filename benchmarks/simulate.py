@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from benchmarks.fleet import EPOCH, GPU_PCI, HCA_PCI, HOSTS_PER_LEAF, FleetShape, finish, schedule
+from benchmarks.fleet import EPOCH, GPU_PCI, HCA_PCI, HOSTS_PER_LEAF, FleetShape, finish, fmt, schedule
 from benchmarks.lines import LINE_COLUMNS, common, noise, scenario_lines
 
 CHUNK = 100_000
@@ -61,8 +61,8 @@ def _skew(node: pl.Expr) -> pl.Expr:
 def _app_prefix() -> pl.Expr:
     """srun --label (width of the largest task id) or torchrun --tee (single-node jobs)."""
     width = (pl.col("n_nodes") * 8 - 1).cast(pl.String).str.len_chars()
-    label = pl.format("{}: ", pl.col("rank").cast(pl.String).str.pad_start(width))
-    torch = pl.format("[default{}]:", pl.col("rank"))
+    label = fmt("{}: ", pl.col("rank").cast(pl.String).str.pad_start(width))
+    torch = fmt("[default{}]:", pl.col("rank"))
     prefix = pl.when(pl.col("torchrun") & (pl.col("n_nodes") == 1)).then(torch).otherwise(label)
     return pl.when(pl.col("rank").is_null()).then(pl.lit("")).otherwise(prefix)
 
@@ -82,13 +82,13 @@ def _cron(att: pl.DataFrame, shape: FleetShape, lo, hi) -> pl.DataFrame:
     hours = pl.datetime_range(lo.replace(minute=17, second=1, microsecond=0), hi, "1h", eager=True, time_zone="UTC")
     nodes = pl.DataFrame({"cluster": list(shape.clusters)}).with_columns(
         pl.int_ranges(0, shape.nodes_per_cluster).alias("i")).explode("i")
-    nodes = nodes.with_columns(pl.format("{}{}", pl.col("cluster").str.slice(0, 3), (pl.col("i") + 1).cast(pl.String).str.pad_start(4, "0")).alias("node"))
+    nodes = nodes.with_columns(fmt("{}{}", pl.col("cluster").str.slice(0, 3), (pl.col("i") + 1).cast(pl.String).str.pad_start(4, "0")).alias("node"))
     cron = nodes.join(pl.DataFrame({"ts": hours}), how="cross")
     return cron.select(
         pl.lit(None, pl.Int64).alias("a"), pl.lit("node").alias("kind"), "cluster", "node",
         (pl.col("ts") + pl.duration(microseconds=pl.col("i") * 997)).alias("ts"), pl.lit(0, pl.Int32).alias("seq"),
         pl.lit(None, pl.Int32).alias("rank"),
-        pl.format("CRON[{}]: (root) CMD (cd / && run-parts --report /etc/cron.hourly)", 300000 + pl.col("i") * 7).alias("text"),
+        fmt("CRON[{}]: (root) CMD (cd / && run-parts --report /etc/cron.hourly)", 300000 + pl.col("i") * 7).alias("text"),
     )
 
 
@@ -100,7 +100,7 @@ def _write_chunk(att: pl.DataFrame, chunk: int, out: Path, shape: FleetShape, hi
     info = att.select("a", "job_id", "n_nodes", "torchrun")
     app = lines.filter(pl.col("kind") == "app").join(info, on="a", how="left").sort("a", "ts", "seq", "rank", maintain_order=True)
     app = app.with_columns(
-        pl.format("{}/{}/jobs/{}/slurm-{}.out", pl.lit(str(out)), "cluster", pl.col("job_id").cast(pl.Int64) // 1000, "job_id").alias("path"),
+        fmt("{}/{}/jobs/{}/slurm-{}.out", pl.lit(str(out)), "cluster", pl.col("job_id").cast(pl.Int64) // 1000, "job_id").alias("path"),
         (_app_prefix() + pl.col("text")).alias("line"),
     )
     files = _write_groups(app, "path", "line")
@@ -112,12 +112,12 @@ def _write_chunk(att: pl.DataFrame, chunk: int, out: Path, shape: FleetShape, hi
     node = node.sort("cluster", "node", "ts", "seq", maintain_order=True)
     us = (pl.col("ts") - pl.lit(BOOT)).dt.total_microseconds()
     line = (
-        pl.when(pl.col("style") == "iso").then(pl.format("{} {} {}", pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"), "node", "text"))
-        .when(pl.col("style") == "bsd").then(pl.format("{} {} {}", pl.col("ts").dt.strftime("%b %e %H:%M:%S"), "node", "text"))
-        .otherwise(pl.format("[{}.{}] {}", (us // 1_000_000).cast(pl.String).str.pad_start(5),
+        pl.when(pl.col("style") == "iso").then(fmt("{} {} {}", pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"), "node", "text"))
+        .when(pl.col("style") == "bsd").then(fmt("{} {} {}", pl.col("ts").dt.strftime("%b %e %H:%M:%S"), "node", "text"))
+        .otherwise(fmt("[{}.{}] {}", (us // 1_000_000).cast(pl.String).str.pad_start(5),
                              (us % 1_000_000).cast(pl.String).str.pad_start(6, "0"), pl.col("text").str.strip_prefix("kernel: ")))
     )
-    node = node.with_columns(line.alias("line"), pl.format(
+    node = node.with_columns(line.alias("line"), fmt(
         "{}/{}/nodes/{}/{}.{}", pl.lit(str(out)), "cluster", "node",
         pl.when(pl.col("style") == "kmsg").then(pl.lit("dmesg")).otherwise(pl.lit("syslog")), pl.lit(chunk)).alias("path"))
     files += _write_groups(node, "path", "line")
@@ -126,20 +126,20 @@ def _write_chunk(att: pl.DataFrame, chunk: int, out: Path, shape: FleetShape, hi
 
 def _sacct(att: pl.DataFrame) -> pl.DataFrame:
     """sacct --parsable2 rows: the job, its batch step and its srun step, times in UTC."""
-    fmt = "%Y-%m-%dT%H:%M:%S"
-    submit = (pl.col("start_ts") - pl.duration(seconds=(pl.col("u") * 600).cast(pl.Int64))).dt.strftime(fmt)
-    start, end = pl.col("start_ts").dt.strftime(fmt), pl.col("end_ts").dt.strftime(fmt)
+    stamp = "%Y-%m-%dT%H:%M:%S"
+    submit = (pl.col("start_ts") - pl.duration(seconds=(pl.col("u") * 600).cast(pl.Int64))).dt.strftime(stamp)
+    start, end = pl.col("start_ts").dt.strftime(stamp), pl.col("end_ts").dt.strftime(stamp)
     state = pl.col("raw_state").str.replace("{uid}", pl.col("user_id").cast(pl.String), literal=True)
     base = dict(Submit=submit, Start=start, End=end, NodeList=pl.col("hostlist"), AllocNodes=pl.col("n_nodes"), NNodes=pl.col("n_nodes"))
-    tres = pl.format("billing={},cpu={},gres/gpu={},mem=2000G,node={}", pl.col("n_nodes") * 8, pl.col("n_nodes") * 96, pl.col("n_nodes") * 8, "n_nodes")
+    tres = fmt("billing={},cpu={},gres/gpu={},mem=2000G,node={}", pl.col("n_nodes") * 8, pl.col("n_nodes") * 96, pl.col("n_nodes") * 8, "n_nodes")
     step_state = pl.when(pl.col("raw_state").str.starts_with("CANCELLED") | pl.col("raw_state").is_in(["TIMEOUT", "PREEMPTED"])).then(pl.lit("CANCELLED")).otherwise(state)
     rows = [
-        att.select(JobID="job_id", JobIDRaw="job_id", JobName=pl.format("train-{}", pl.col("user_id") % 17), User=pl.format("u{}", "user_id"), Partition=pl.lit("gpu"),
+        att.select(JobID="job_id", JobIDRaw="job_id", JobName=fmt("train-{}", pl.col("user_id") % 17), User=fmt("u{}", "user_id"), Partition=pl.lit("gpu"),
                    State=state, ExitCode="exit_code", NTasks=pl.col("n_nodes") * 8, AllocTRES=tres, **base, _o=pl.lit(0)),
-        att.select(JobID=pl.format("{}.batch", "job_id"), JobIDRaw=pl.format("{}.batch", "job_id"), JobName=pl.lit("batch"), User=pl.lit(""),
+        att.select(JobID=fmt("{}.batch", "job_id"), JobIDRaw=fmt("{}.batch", "job_id"), JobName=pl.lit("batch"), User=pl.lit(""),
                    Partition=pl.lit(""), State=step_state, ExitCode=pl.when(step_state == "CANCELLED").then(pl.lit("0:15")).otherwise("exit_code"),
                    NTasks=pl.lit(1), AllocTRES=tres, **{**base, "NodeList": pl.col("hostlist").str.replace(r"\[(\d+)-\d+\]", "$1"), "AllocNodes": pl.lit(1), "NNodes": pl.lit(1)}, _o=pl.lit(1)),
-        att.select(JobID=pl.format("{}.0", "job_id"), JobIDRaw=pl.format("{}.0", "job_id"), JobName=pl.lit("python"), User=pl.lit(""),
+        att.select(JobID=fmt("{}.0", "job_id"), JobIDRaw=fmt("{}.0", "job_id"), JobName=pl.lit("python"), User=pl.lit(""),
                    Partition=pl.lit(""), State=step_state, ExitCode="exit_code", NTasks=pl.col("n_nodes") * 8, AllocTRES=tres, **base, _o=pl.lit(2)),
     ]
     cols = ["JobID", "JobIDRaw", "JobName", "User", "Partition", "Submit", "Start", "End", "State", "ExitCode", "NodeList", "AllocNodes", "NNodes", "NTasks", "AllocTRES"]
@@ -149,16 +149,16 @@ def _sacct(att: pl.DataFrame) -> pl.DataFrame:
 def _topology(shape: FleetShape, cluster: str) -> pl.DataFrame:
     """Host HCA port ↔ leaf switch port (one leaf per rail per 16 hosts), GPU ↔ PCI bus."""
     i = pl.int_range(0, shape.nodes_per_cluster, eager=True).alias("i").to_frame()
-    node = pl.format("{}{}", pl.lit(cluster[:3]), (pl.col("i") + 1).cast(pl.String).str.pad_start(4, "0"))
+    node = fmt("{}{}", pl.lit(cluster[:3]), (pl.col("i") + 1).cast(pl.String).str.pad_start(4, "0"))
     hca = i.join(pl.DataFrame({"h": list(range(len(HCA_PCI)))}), how="cross").select(
-        pl.lit("hca_port").alias("kind"), node.alias("node"), pl.format("mlx5_{}", "h").alias("hca"), pl.lit("1").alias("port"),
-        pl.format("leaf-{}-r{}-{}", pl.lit(cluster), "h", (pl.col("i") // HOSTS_PER_LEAF).cast(pl.String).str.pad_start(3, "0")).alias("switch"),
-        pl.format("{}", pl.col("i") % HOSTS_PER_LEAF + 1).alias("switch_port"), pl.lit(None, pl.String).alias("gpu"),
-        pl.format("0000:{}:00.0", pl.col("h").replace_strict(list(range(4)), list(HCA_PCI), return_dtype=pl.String)).alias("pci"))
+        pl.lit("hca_port").alias("kind"), node.alias("node"), fmt("mlx5_{}", "h").alias("hca"), pl.lit("1").alias("port"),
+        fmt("leaf-{}-r{}-{}", pl.lit(cluster), "h", (pl.col("i") // HOSTS_PER_LEAF).cast(pl.String).str.pad_start(3, "0")).alias("switch"),
+        (pl.col("i") % HOSTS_PER_LEAF + 1).cast(pl.String).alias("switch_port"), pl.lit(None, pl.String).alias("gpu"),
+        fmt("0000:{}:00.0", pl.col("h").replace_strict(list(range(4)), list(HCA_PCI), return_dtype=pl.String)).alias("pci"))
     gpu = i.join(pl.DataFrame({"g": list(range(8))}), how="cross").select(
         pl.lit("gpu").alias("kind"), node.alias("node"), pl.lit(None, pl.String).alias("hca"), pl.lit(None, pl.String).alias("port"),
         pl.lit(None, pl.String).alias("switch"), pl.lit(None, pl.String).alias("switch_port"), pl.col("g").cast(pl.String).alias("gpu"),
-        pl.format("0000:{}:00", pl.col("g").replace_strict(list(range(8)), list(GPU_PCI), return_dtype=pl.String)).alias("pci"))
+        fmt("0000:{}:00", pl.col("g").replace_strict(list(range(8)), list(GPU_PCI), return_dtype=pl.String)).alias("pci"))
     return pl.concat([hca, gpu])
 
 
@@ -166,7 +166,7 @@ def truth_frame(att: pl.DataFrame) -> pl.DataFrame:
     """The ground truth of every attempt (see the module docstring of ``faults``)."""
     sc = pl.col("scenario")
     gpu_fault = sc.is_in(["gpu_fallen_off_bus", "hbm_uncorrectable_ecc", "gsp_timeout", "nvlink_fatal", "gpu_broken_as_oom", "two_faults"])
-    pci = pl.format("0000:{}:00", pl.col("culprit_gpu").cast(pl.Int64).replace_strict(list(range(8)), list(GPU_PCI), return_dtype=pl.String))
+    pci = fmt("0000:{}:00", pl.col("culprit_gpu").cast(pl.Int64).replace_strict(list(range(8)), list(GPU_PCI), return_dtype=pl.String))
     none_s, none_i = pl.lit([], pl.List(pl.String)), pl.lit([], pl.List(pl.Int32))
     return att.select(
         "attempt_id", "cluster", "job_id", "scenario", "domain", "cause", "also_accept", "expect_quality",
@@ -174,7 +174,7 @@ def truth_frame(att: pl.DataFrame) -> pl.DataFrame:
         pl.when(sc == "two_faults").then(pl.concat_list("culprit_node", "second_node"))
         .when(pl.col("has_culprit")).then(pl.concat_list("culprit_node")).otherwise(none_s).alias("culprit_nodes"),
         pl.when(gpu_fault).then(pl.concat_list(pci)).otherwise(none_s).alias("culprit_gpus"),
-        pl.when(sc == "ib_link_down").then(pl.concat_list(pl.format("mlx5_{}/1", "hca"))).otherwise(none_s).alias("culprit_ports"),
+        pl.when(sc == "ib_link_down").then(pl.concat_list(fmt("mlx5_{}/1", "hca"))).otherwise(none_s).alias("culprit_ports"),
         pl.when(pl.col("has_culprit") & ~sc.is_in(["kernel_panic", "node_failure", "ib_link_down", "two_faults"]))
         .then(pl.concat_list("culprit_rank")).otherwise(none_i).alias("culprit_ranks"),
     )
