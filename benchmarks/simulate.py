@@ -11,20 +11,24 @@
     inputs.json                              how to land every input (parser, year, boot time)
 
 Attempts are generated in chunks (by start time) so memory stays bounded at a million
-attempts; every chunk's lines are built as columns and written with one file write per file.
+attempts; every chunk's lines are built as columns and written with one file write per file,
+by a writer thread while the next chunk is built.
 Same ``seed`` → same bytes.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from benchmarks.fleet import EPOCH, GPU_PCI, HCA_PCI, HOSTS_PER_LEAF, FleetShape, finish, fmt, schedule
 from benchmarks.lines import LINE_COLUMNS, common, noise, scenario_lines
@@ -67,14 +71,47 @@ def _app_prefix() -> pl.Expr:
     return pl.when(pl.col("rank").is_null()).then(pl.lit("")).otherwise(prefix)
 
 
-def _write_groups(frame: pl.DataFrame, key: str, text: str) -> int:
-    """Write one file per ``key`` value (a path) with the ``text`` lines in frame order."""
-    files = frame.group_by(key, maintain_order=True).agg(pl.col(text).str.join("\n"))
-    for path, body in files.iter_rows():
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(body + "\n")
-    return files.height
+@dataclass(frozen=True)
+class _Files:
+    """Files to write: ``paths[i]`` gets bytes ``bounds[i]:bounds[i + 1]`` of ``data``."""
+
+    paths: list[str]
+    bounds: np.ndarray
+    data: pa.Buffer
+
+
+def _files(frame: pl.DataFrame) -> _Files:
+    """The files of ``frame`` (``path``, ``line``; the rows of a file are contiguous): every
+    line ended by a newline, laid end to end in one Arrow buffer, so a file's body is a slice
+    of it — no per-file join or copy."""
+    text = frame.select(pl.concat_str(pl.col("line"), pl.lit("\n"))).to_series().to_arrow()
+    if text.null_count:
+        raise ValueError(f"{text.null_count} simulated lines are null (a null field in their format)")
+    offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset:text.offset + len(text) + 1]
+    starts = frame.select((pl.col("path") != pl.col("path").shift()).fill_null(True).arg_true()).to_series().to_numpy()
+    paths = frame["path"].gather(starts).to_list()
+    return _Files(paths, offsets[np.append(starts, frame.height)], text.buffers()[2])
+
+
+def _write_files(batches: list[_Files]) -> None:
+    """Write every file of ``batches`` as a new file.
+
+    The per-file cost is the system calls, so there is one ``mkdir`` per folder and a bare
+    ``open``/``write``/``close`` per file (no text layer). ``O_EXCL``: every file of a run is
+    written once, by one chunk, from one run of rows.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    for files in batches:
+        for folder in dict.fromkeys(os.path.dirname(p) for p in files.paths):
+            os.makedirs(folder, exist_ok=True)
+        data = memoryview(files.data)
+        for path, lo, hi in zip(files.paths, files.bounds[:-1].tolist(), files.bounds[1:].tolist()):
+            fd = os.open(path, flags, 0o644)
+            try:
+                while lo < hi:  # a regular file may take a large write in several calls
+                    lo += os.write(fd, data[lo:hi])
+            finally:
+                os.close(fd)
 
 
 def _cron(att: pl.DataFrame, shape: FleetShape, lo, hi) -> pl.DataFrame:
@@ -92,8 +129,8 @@ def _cron(att: pl.DataFrame, shape: FleetShape, lo, hi) -> pl.DataFrame:
     )
 
 
-def _write_chunk(att: pl.DataFrame, chunk: int, out: Path, shape: FleetShape, hi, protected: pl.DataFrame) -> tuple[int, int]:
-    """Build and write every line of one chunk of attempts; returns (lines, files)."""
+def _chunk_files(att: pl.DataFrame, chunk: int, out: Path, shape: FleetShape, hi, protected: pl.DataFrame) -> tuple[int, list[_Files]]:
+    """Build every line of one chunk of attempts; returns (lines, files to write)."""
     parts = [p for p in common(att) + noise(att) + scenario_lines(att) if p.height]
     lines = pl.concat([p.select(list(LINE_COLUMNS)).cast(LINE_COLUMNS) for p in parts])
     lines = pl.concat([lines, _cron(att, shape, att["start_ts"].min(), hi).cast(LINE_COLUMNS)])
@@ -103,7 +140,7 @@ def _write_chunk(att: pl.DataFrame, chunk: int, out: Path, shape: FleetShape, hi
         fmt("{}/{}/jobs/{}/slurm-{}.out", pl.lit(str(out)), "cluster", pl.col("job_id").cast(pl.Int64) // 1000, "job_id").alias("path"),
         (_app_prefix() + pl.col("text")).alias("line"),
     )
-    files = _write_groups(app, "path", "line")
+    files = [_files(app)]
     node = lines.filter(pl.col("kind") == "node").with_columns(_node_style(pl.col("node")).alias("style"))
     node = node.join(protected, on=["cluster", "node"], how="left").with_columns(
         pl.when(pl.col("protect").fill_null(False) & (pl.col("style") == "none")).then(pl.lit("iso")).otherwise("style").alias("style"),
@@ -120,8 +157,7 @@ def _write_chunk(att: pl.DataFrame, chunk: int, out: Path, shape: FleetShape, hi
     node = node.with_columns(line.alias("line"), fmt(
         "{}/{}/nodes/{}/{}.{}", pl.lit(str(out)), "cluster", "node",
         pl.when(pl.col("style") == "kmsg").then(pl.lit("dmesg")).otherwise(pl.lit("syslog")), pl.lit(chunk)).alias("path"))
-    files += _write_groups(node, "path", "line")
-    return lines.height, files
+    return lines.height, files + [_files(node)]
 
 
 def _sacct(att: pl.DataFrame) -> pl.DataFrame:
@@ -205,12 +241,20 @@ def simulate(out: str | Path, attempts: int, seed: int = 0, shape: FleetShape | 
     ]).unique().with_columns(pl.lit(True).alias("protect"))
     n_lines = n_files = 0
     bounds = list(range(0, att.height, CHUNK)) + [att.height]
-    for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-        chunk = att.slice(lo, hi - lo)
-        end = att["start_ts"][hi] if hi < att.height else att["end_ts"].max() + timedelta(hours=1)
-        lines, files = _write_chunk(chunk, k, out, shape, end, protected)
-        n_lines += lines
-        n_files += files
+    # Writing a chunk's files is system calls (they release the GIL): one writer thread does
+    # it while the next chunk is built. At most one chunk waits, which bounds memory.
+    with ThreadPoolExecutor(max_workers=1) as writer:
+        pending = None
+        for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
+            chunk = att.slice(lo, hi - lo)
+            end = att["start_ts"][hi] if hi < att.height else att["end_ts"].max() + timedelta(hours=1)
+            lines, files = _chunk_files(chunk, k, out, shape, end, protected)
+            if pending is not None:
+                pending.result()
+            pending = writer.submit(_write_files, files)
+            n_lines += lines
+            n_files += sum(len(f.paths) for f in files)
+        pending.result()
     for cluster in shape.clusters:
         rows = att.filter(pl.col("cluster") == cluster)
         (out / cluster).mkdir(exist_ok=True)
