@@ -105,6 +105,7 @@ def common(att: pl.DataFrame) -> list[pl.DataFrame]:
     out.append(frame(att, "app", pl.col("start_ts") + secs(5), pl.when(pl.col("old_nccl"))
                      .then(pl.lit("NCCL version 2.18.5+cuda12.2")).otherwise(pl.lit("NCCL version 2.21.5+cuda12.4")),
                      rank=pl.lit(0), seq=9))
+    out += megatron_startup(att)
     interval = pl.max_horizontal(pl.lit(180.0), pl.col("fault_after_s") / 40)
     n_iter = ((pl.col("fault_after_s") - 120) / interval).floor().clip(0, 40).cast(pl.Int32)
     it = att.with_columns(interval.alias("_iv"), pl.int_ranges(0, n_iter).alias("_i")).explode("_i").drop_nulls("_i")
@@ -117,6 +118,32 @@ def common(att: pl.DataFrame) -> list[pl.DataFrame]:
         "number of nan iterations:   0 |",
         ts.dt.strftime("%Y-%m-%d %H:%M:%S"), step.cast(pl.String).str.pad_start(8), (step * 512).cast(pl.String).str.pad_start(12),
         (3100 * slow).round(1), (7.3 - pl.col("_i") * 0.01).round(6)), rank=pl.col("n_nodes") * 8 - 1))
+    return out
+
+
+def megatron_startup(att: pl.DataFrame) -> list[pl.DataFrame]:
+    """Megatron-LM start-up: rank 0 announces the init steps (``print_rank_0``, datetime
+    lines with their trailing space), and every tensor-parallel rank of data-parallel rank 0
+    (ranks 0–7: tensor parallel 8, pipeline 1) prints its parameter count."""
+    def stamp(ts: pl.Expr, what: str) -> pl.Expr:
+        return fmt(f"[{what}] datetime: {{}} ", ts.dt.strftime("%Y-%m-%d %H:%M:%S"))
+
+    ready, built = pl.col("start_ts") + secs(6), pl.col("start_ts") + secs(9)
+    out = texts(att, "app", pl.col("start_ts") + secs(2), ["> initializing torch distributed ..."], rank=pl.lit(0))
+    out += texts(att, "app", ready, [
+        "> initialized tensor model parallel with size 8",
+        "> initialized pipeline model parallel with size 1",
+        fmt("> setting random seeds to {} ...", pl.col("user_id") % 17 + 1234),
+        stamp(ready, "after megatron is initialized"),
+    ], rank=pl.lit(0))
+    tp = att.with_columns(pl.int_ranges(0, 8, dtype=pl.Int32).alias("_tp")).explode("_tp")
+    out.append(frame(tp, "app", ready + secs(1 + pl.col("_tp") * 0.003), fmt(
+        " > number of parameters on (tensor, pipeline) model parallel rank ({}, 0): 1678049280", "_tp"), rank=pl.col("_tp")))
+    out += texts(att, "app", built, [
+        stamp(built, "after model, optimizer, and learning rate scheduler are built"),
+        "training ...",
+        stamp(built, "before the start of training step"),
+    ], rank=pl.lit(0))
     return out
 
 

@@ -114,18 +114,27 @@ def _write_files(batches: list[_Files]) -> None:
                 os.close(fd)
 
 
+CRON_SESSION = (
+    "pam_unix(cron:session): session opened for user root(uid=0) by (uid=0)",
+    "(root) CMD (cd / && run-parts --report /etc/cron.hourly)",
+    "pam_unix(cron:session): session closed for user root",
+)
+"""What cron logs each hour on a Debian/Ubuntu node: the PAM session around the command."""
+
+
 def _cron(att: pl.DataFrame, shape: FleetShape, lo, hi) -> pl.DataFrame:
     """Hourly cron lines on every node of the chunk's clusters between ``lo`` and ``hi``."""
     hours = pl.datetime_range(lo.replace(minute=17, second=1, microsecond=0), hi, "1h", eager=True, time_zone="UTC")
     nodes = pl.DataFrame({"cluster": list(shape.clusters)}).with_columns(
         pl.int_ranges(0, shape.nodes_per_cluster).alias("i")).explode("i")
     nodes = nodes.with_columns(fmt("{}{}", pl.col("cluster").str.slice(0, 3), (pl.col("i") + 1).cast(pl.String).str.pad_start(4, "0")).alias("node"))
-    cron = nodes.join(pl.DataFrame({"ts": hours}), how="cross")
+    steps = pl.DataFrame({"seq": list(range(len(CRON_SESSION))), "say": list(CRON_SESSION)}, schema_overrides={"seq": pl.Int32})
+    cron = nodes.join(pl.DataFrame({"ts": hours}), how="cross").join(steps, how="cross")
     return cron.select(
         pl.lit(None, pl.Int64).alias("a"), pl.lit("node").alias("kind"), "cluster", "node",
-        (pl.col("ts") + pl.duration(microseconds=pl.col("i") * 997)).alias("ts"), pl.lit(0, pl.Int32).alias("seq"),
+        (pl.col("ts") + pl.duration(microseconds=pl.col("i") * 997)).alias("ts"), "seq",
         pl.lit(None, pl.Int32).alias("rank"),
-        fmt("CRON[{}]: (root) CMD (cd / && run-parts --report /etc/cron.hourly)", 300000 + pl.col("i") * 7).alias("text"),
+        fmt("CRON[{}]: {}", 2000 + (pl.col("i") * 7919 + pl.col("ts").dt.epoch("s") // 3600 * 104729) % 4_000_000, "say").alias("text"),
     )
 
 
