@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -62,56 +63,86 @@ def _skew(node: pl.Expr) -> pl.Expr:
     return pl.when(node.hash(seed=11) % 20 == 0).then(pl.duration(milliseconds=1500)).otherwise(pl.duration(milliseconds=0))
 
 
-def _app_prefix() -> pl.Expr:
-    """srun --label (width of the largest task id) or torchrun --tee (single-node jobs)."""
-    width = (pl.col("n_nodes") * 8 - 1).cast(pl.String).str.len_chars()
-    label = fmt("{}: ", pl.col("rank").cast(pl.String).str.pad_start(width))
-    torch = fmt("[default{}]:", pl.col("rank"))
-    prefix = pl.when(pl.col("torchrun") & (pl.col("n_nodes") == 1)).then(torch).otherwise(label)
-    return pl.when(pl.col("rank").is_null()).then(pl.lit("")).otherwise(prefix)
+def _app_lines(att: pl.DataFrame, app: pl.DataFrame) -> pl.Series:
+    """The printed line of each ``app`` row (its attempt is row ``a - a[0]`` of ``att``),
+    newline ended: srun --label (task id padded to the width of the largest one) or
+    torchrun --tee (``[defaultN]:``, single-node jobs) before ranked lines, nothing before
+    launcher lines. The prefix pieces are built per attempt and gathered per line."""
+    torch = pl.col("torchrun") & (pl.col("n_nodes") == 1)
+    per_attempt = att.select(
+        pl.when(torch).then(pl.lit("[default")).otherwise(pl.lit("")).alias("open"),
+        pl.when(torch).then(0).otherwise((pl.col("n_nodes") * 8 - 1).cast(pl.String).str.len_chars()).alias("width"),
+        pl.when(torch).then(pl.lit("]:")).otherwise(pl.lit(": ")).alias("close"),
+    )
+    row = app["a"] - att["a"][0]
+    lines = pl.concat([app.select("rank", "text"), per_attempt.select(pl.all().gather(row))], how="horizontal")
+    ranked = pl.col("rank").is_not_null()
+    return lines.select(pl.concat_str([
+        pl.when(ranked).then("open"), pl.col("rank").cast(pl.String).str.pad_start(pl.col("width")),
+        pl.when(ranked).then("close"), pl.col("text"), pl.lit("\n"),
+    ], ignore_nulls=True)).to_series()
 
 
 @dataclass(frozen=True)
 class _Files:
-    """Files to write: ``paths[i]`` gets bytes ``bounds[i]:bounds[i + 1]`` of ``data``."""
+    """Files to write: ``paths[i]`` gets bytes ``bounds[i]:bounds[i + 1]`` of ``data``,
+    ``lines`` lines in all."""
 
     paths: list[str]
     bounds: np.ndarray
     data: pa.Buffer
+    lines: int
 
 
-def _files(frame: pl.DataFrame) -> _Files:
-    """The files of ``frame`` (``path``, ``line``; the rows of a file are contiguous): every
-    line ended by a newline, laid end to end in one Arrow buffer, so a file's body is a slice
-    of it — no per-file join or copy."""
-    text = frame.select(pl.concat_str(pl.col("line"), pl.lit("\n"))).to_series().to_arrow()
+def _files(line: pl.Series, key: pl.Series, paths: pl.Series) -> _Files:
+    """The files of newline-ended lines ``line``: a file is a run of rows with the same
+    ``key``, named ``paths[key]``. The lines lie end to end in one Arrow buffer, so a file's
+    body is a slice of it — no per-file join or copy."""
+    text = line.to_arrow()
     if text.null_count:
         raise ValueError(f"{text.null_count} simulated lines are null (a null field in their format)")
     offsets = np.frombuffer(text.buffers()[1], dtype=np.int64)[text.offset:text.offset + len(text) + 1]
-    starts = frame.select((pl.col("path") != pl.col("path").shift()).fill_null(True).arg_true()).to_series().to_numpy()
-    paths = frame["path"].gather(starts).to_list()
-    return _Files(paths, offsets[np.append(starts, frame.height)], text.buffers()[2])
+    starts = (key != key.shift()).fill_null(True).arg_true()
+    return _Files(paths.gather(key.gather(starts)).to_list(), offsets[np.append(starts.to_numpy(), len(line))], text.buffers()[2], len(line))
 
 
-def _write_files(batches: list[_Files]) -> None:
-    """Write every file of ``batches`` as a new file.
+def _write_files(files: _Files) -> None:
+    """Write every file of ``files`` as a new file.
 
     The per-file cost is the system calls, so there is one ``mkdir`` per folder and a bare
     ``open``/``write``/``close`` per file (no text layer). ``O_EXCL``: every file of a run is
     written once, by one chunk, from one run of rows.
     """
+    for folder in dict.fromkeys(os.path.dirname(p) for p in files.paths):
+        os.makedirs(folder, exist_ok=True)
+    data = memoryview(files.data)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    for files in batches:
-        for folder in dict.fromkeys(os.path.dirname(p) for p in files.paths):
-            os.makedirs(folder, exist_ok=True)
-        data = memoryview(files.data)
-        for path, lo, hi in zip(files.paths, files.bounds[:-1].tolist(), files.bounds[1:].tolist()):
-            fd = os.open(path, flags, 0o644)
-            try:
-                while lo < hi:  # a regular file may take a large write in several calls
-                    lo += os.write(fd, data[lo:hi])
-            finally:
-                os.close(fd)
+    for path, lo, hi in zip(files.paths, files.bounds[:-1].tolist(), files.bounds[1:].tolist()):
+        fd = os.open(path, flags, 0o644)
+        try:
+            while lo < hi:  # a regular file may take a large write in several calls
+                lo += os.write(fd, data[lo:hi])
+        finally:
+            os.close(fd)
+
+
+def _nodes(shape: FleetShape, protected: pl.DataFrame, out: Path) -> pl.DataFrame:
+    """Every node of the fleet (``nid`` = row): cluster, name, 0-based index ``i``, log
+    ``style`` (a node holding a fault's root line keeps its syslog), clock ``skew`` and the
+    ``stem`` of its log files (the chunk number completes it)."""
+    nodes = pl.DataFrame({"cluster": list(shape.clusters)}).with_columns(
+        pl.int_ranges(0, shape.nodes_per_cluster).alias("i")).explode("i")
+    nodes = nodes.with_columns(fmt("{}{}", pl.col("cluster").str.slice(0, 3), (pl.col("i") + 1).cast(pl.String).str.pad_start(4, "0")).alias("node"))
+    nodes = nodes.join(protected, on=["cluster", "node"], how="left", maintain_order="left").with_columns(_node_style(pl.col("node")).alias("style"))
+    nodes = nodes.with_columns(
+        pl.when(pl.col("protect").fill_null(False) & (pl.col("style") == "none")).then(pl.lit("iso")).otherwise("style").alias("style"),
+        _skew(pl.col("node")).alias("skew"),
+    )
+    return nodes.with_row_index("nid").select(
+        pl.col("nid").cast(pl.Int64), "cluster", "node", "i", "style", "skew",
+        fmt("{}/{}/nodes/{}/{}.", pl.lit(str(out)), "cluster", "node",
+            pl.when(pl.col("style") == "kmsg").then(pl.lit("dmesg")).otherwise(pl.lit("syslog"))).alias("stem"),
+    )
 
 
 CRON_SESSION = (
@@ -122,14 +153,11 @@ CRON_SESSION = (
 """What cron logs each hour on a Debian/Ubuntu node: the PAM session around the command."""
 
 
-def _cron(att: pl.DataFrame, shape: FleetShape, lo, hi) -> pl.DataFrame:
-    """Hourly cron lines on every node of the chunk's clusters between ``lo`` and ``hi``."""
+def _cron(nodes: pl.DataFrame, lo, hi) -> pl.DataFrame:
+    """Hourly cron lines on every node between ``lo`` and ``hi``."""
     hours = pl.datetime_range(lo.replace(minute=17, second=1, microsecond=0), hi, "1h", eager=True, time_zone="UTC")
-    nodes = pl.DataFrame({"cluster": list(shape.clusters)}).with_columns(
-        pl.int_ranges(0, shape.nodes_per_cluster).alias("i")).explode("i")
-    nodes = nodes.with_columns(fmt("{}{}", pl.col("cluster").str.slice(0, 3), (pl.col("i") + 1).cast(pl.String).str.pad_start(4, "0")).alias("node"))
     steps = pl.DataFrame({"seq": list(range(len(CRON_SESSION))), "say": list(CRON_SESSION)}, schema_overrides={"seq": pl.Int32})
-    cron = nodes.join(pl.DataFrame({"ts": hours}), how="cross").join(steps, how="cross")
+    cron = nodes.select("cluster", "node", "i").join(pl.DataFrame({"ts": hours}), how="cross").join(steps, how="cross")
     return cron.select(
         pl.lit(None, pl.Int64).alias("a"), pl.lit("node").alias("kind"), "cluster", "node",
         (pl.col("ts") + pl.duration(microseconds=pl.col("i") * 997)).alias("ts"), "seq",
@@ -138,35 +166,36 @@ def _cron(att: pl.DataFrame, shape: FleetShape, lo, hi) -> pl.DataFrame:
     )
 
 
-def _chunk_files(att: pl.DataFrame, chunk: int, out: Path, shape: FleetShape, hi, protected: pl.DataFrame) -> tuple[int, list[_Files]]:
-    """Build every line of one chunk of attempts; returns (lines, files to write)."""
-    parts = [p for p in common(att) + noise(att) + scenario_lines(att) if p.height]
-    lines = pl.concat([p.select(list(LINE_COLUMNS)).cast(LINE_COLUMNS) for p in parts])
-    lines = pl.concat([lines, _cron(att, shape, att["start_ts"].min(), hi).cast(LINE_COLUMNS)])
-    info = att.select("a", "job_id", "n_nodes", "torchrun")
-    app = lines.filter(pl.col("kind") == "app").join(info, on="a", how="left").sort("a", "ts", "seq", "rank", maintain_order=True)
-    app = app.with_columns(
-        fmt("{}/{}/jobs/{}/slurm-{}.out", pl.lit(str(out)), "cluster", pl.col("job_id").cast(pl.Int64) // 1000, "job_id").alias("path"),
-        (_app_prefix() + pl.col("text")).alias("line"),
-    )
-    files = [_files(app)]
-    node = lines.filter(pl.col("kind") == "node").with_columns(_node_style(pl.col("node")).alias("style"))
-    node = node.join(protected, on=["cluster", "node"], how="left").with_columns(
-        pl.when(pl.col("protect").fill_null(False) & (pl.col("style") == "none")).then(pl.lit("iso")).otherwise("style").alias("style"),
-        (pl.col("ts") + _skew(pl.col("node"))).alias("ts"),
-    ).filter((pl.col("style") != "none") & ((pl.col("style") != "kmsg") | pl.col("text").str.starts_with("kernel: ")))
-    node = node.sort("cluster", "node", "ts", "seq", maintain_order=True)
+def _node_line(style: str) -> pl.Expr:
+    """The printed line of a node log row in ``style``, newline ended: RFC 3339 or RFC 3164
+    syslog, or dmesg (seconds since boot, no ``kernel:`` tag)."""
+    if style == "iso":
+        return fmt("{} {} {}\n", pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"), "node", "text")
+    if style == "bsd":
+        return fmt("{} {} {}\n", pl.col("ts").dt.strftime("%b %e %H:%M:%S"), "node", "text")
     us = (pl.col("ts") - pl.lit(BOOT)).dt.total_microseconds()
-    line = (
-        pl.when(pl.col("style") == "iso").then(fmt("{} {} {}", pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.6f+00:00"), "node", "text"))
-        .when(pl.col("style") == "bsd").then(fmt("{} {} {}", pl.col("ts").dt.strftime("%b %e %H:%M:%S"), "node", "text"))
-        .otherwise(fmt("[{}.{}] {}", (us // 1_000_000).cast(pl.String).str.pad_start(5),
-                             (us % 1_000_000).cast(pl.String).str.pad_start(6, "0"), pl.col("text").str.strip_prefix("kernel: ")))
-    )
-    node = node.with_columns(line.alias("line"), fmt(
-        "{}/{}/nodes/{}/{}.{}", pl.lit(str(out)), "cluster", "node",
-        pl.when(pl.col("style") == "kmsg").then(pl.lit("dmesg")).otherwise(pl.lit("syslog")), pl.lit(chunk)).alias("path"))
-    return lines.height, files + [_files(node)]
+    return fmt("[{}.{}] {}\n", (us // 1_000_000).cast(pl.String).str.pad_start(5),
+               (us % 1_000_000).cast(pl.String).str.pad_start(6, "0"), pl.col("text").str.strip_prefix("kernel: "))
+
+
+def _chunk_files(att: pl.DataFrame, chunk: int, out: Path, nodes: pl.DataFrame, hi) -> Iterator[_Files]:
+    """Build every line of one chunk of attempts (rows ``a[0]…`` of the run, in order) and
+    yield the files to write as they are ready: the job outputs, then the node logs by style."""
+    parts = [p.select(list(LINE_COLUMNS)).cast(LINE_COLUMNS) for p in common(att) + noise(att) + scenario_lines(att) if p.height]
+    # every builder frame holds one kind of line, so the kinds split without a filter
+    app = pl.concat([p for p in parts if p["kind"][0] == "app"]).sort("a", "ts", "seq", "rank", maintain_order=True)
+    node = pl.concat([p for p in parts if p["kind"][0] == "node"] + [_cron(nodes, att["start_ts"].min(), hi).cast(LINE_COLUMNS)])
+    del parts
+    jobs = att.select(fmt("{}/{}/jobs/{}/slurm-{}.out", pl.lit(str(out)), "cluster", pl.col("job_id").cast(pl.Int64) // 1000, "job_id")).to_series()
+    yield _files(_app_lines(att, app), app["a"] - att["a"][0], jobs)
+    del app
+    node = node.join(nodes.select("cluster", "node", "nid", "style", "skew"), on=["cluster", "node"], how="left", maintain_order="left")
+    node = node.filter((pl.col("style") != "none") & ((pl.col("style") != "kmsg") | pl.col("text").str.starts_with("kernel: ")))
+    node = node.with_columns(pl.col("ts") + pl.col("skew"))
+    stems = nodes["stem"] + str(chunk)
+    for (style,), part in node.partition_by("style", as_dict=True, maintain_order=True).items():
+        part = part.sort("nid", "ts", "seq", maintain_order=True)
+        yield _files(part.select(_node_line(style)).to_series(), part["nid"], stems)
 
 
 def _sacct(att: pl.DataFrame) -> pl.DataFrame:
@@ -248,22 +277,26 @@ def simulate(out: str | Path, attempts: int, seed: int = 0, shape: FleetShape | 
         att.filter(pl.col("node_root")).select("cluster", pl.col("culprit_node").alias("node")),
         att.filter(pl.col("scenario") == "two_faults").select("cluster", pl.col("second_node").alias("node")),
     ]).unique().with_columns(pl.lit(True).alias("protect"))
+    nodes = _nodes(shape, protected, out)
     n_lines = n_files = 0
     bounds = list(range(0, att.height, CHUNK)) + [att.height]
-    # Writing a chunk's files is system calls (they release the GIL): one writer thread does
-    # it while the next chunk is built. At most one chunk waits, which bounds memory.
+    # Writing files is system calls (they release the GIL): one writer thread writes each
+    # batch as soon as it is built, while the rest is built. Once a chunk is built, the
+    # writes of the chunk before it are waited for, so at most two chunks are held.
     with ThreadPoolExecutor(max_workers=1) as writer:
-        pending = None
+        previous: list[Future] = []
         for k, (lo, hi) in enumerate(zip(bounds, bounds[1:])):
-            chunk = att.slice(lo, hi - lo)
             end = att["start_ts"][hi] if hi < att.height else att["end_ts"].max() + timedelta(hours=1)
-            lines, files = _chunk_files(chunk, k, out, shape, end, protected)
-            if pending is not None:
-                pending.result()
-            pending = writer.submit(_write_files, files)
-            n_lines += lines
-            n_files += sum(len(f.paths) for f in files)
-        pending.result()
+            current = []
+            for files in _chunk_files(att.slice(lo, hi - lo), k, out, nodes, end):
+                current.append(writer.submit(_write_files, files))
+                n_lines += files.lines
+                n_files += len(files.paths)
+            for written in previous:
+                written.result()
+            previous = current
+        for written in previous:
+            written.result()
     for cluster in shape.clusters:
         rows = att.filter(pl.col("cluster") == cluster)
         (out / cluster).mkdir(exist_ok=True)
