@@ -154,15 +154,19 @@ CRON_SESSION = (
 
 
 def _cron(nodes: pl.DataFrame, lo, hi) -> pl.DataFrame:
-    """Hourly cron lines on every node between ``lo`` and ``hi``."""
+    """Hourly cron lines between ``lo`` and ``hi`` on every node that keeps a syslog (cron
+    is no kernel line, so dmesg-only nodes have none), with the node's ``nid``, ``style``
+    and ``skew``."""
     hours = pl.datetime_range(lo.replace(minute=17, second=1, microsecond=0), hi, "1h", eager=True, time_zone="UTC")
     steps = pl.DataFrame({"seq": list(range(len(CRON_SESSION))), "say": list(CRON_SESSION)}, schema_overrides={"seq": pl.Int32})
-    cron = nodes.select("cluster", "node", "i").join(pl.DataFrame({"ts": hours}), how="cross").join(steps, how="cross")
+    syslog = nodes.filter(pl.col("style").is_in(["iso", "bsd"]))
+    cron = syslog.join(pl.DataFrame({"ts": hours}), how="cross").join(steps, how="cross")
     return cron.select(
         pl.lit(None, pl.Int64).alias("a"), pl.lit("node").alias("kind"), "cluster", "node",
         (pl.col("ts") + pl.duration(microseconds=pl.col("i") * 997)).alias("ts"), "seq",
         pl.lit(None, pl.Int32).alias("rank"),
         fmt("CRON[{}]: {}", 2000 + (pl.col("i") * 7919 + pl.col("ts").dt.epoch("s") // 3600 * 104729) % 4_000_000, "say").alias("text"),
+        "nid", "style", "skew",
     )
 
 
@@ -184,14 +188,14 @@ def _chunk_files(att: pl.DataFrame, chunk: int, out: Path, nodes: pl.DataFrame, 
     parts = [p.select(list(LINE_COLUMNS)).cast(LINE_COLUMNS) for p in common(att) + noise(att) + scenario_lines(att) if p.height]
     # every builder frame holds one kind of line, so the kinds split without a filter
     app = pl.concat([p for p in parts if p["kind"][0] == "app"]).sort("a", "ts", "seq", "rank", maintain_order=True)
-    node = pl.concat([p for p in parts if p["kind"][0] == "node"] + [_cron(nodes, att["start_ts"].min(), hi).cast(LINE_COLUMNS)])
+    node = pl.concat([p for p in parts if p["kind"][0] == "node"])
     del parts
     jobs = att.select(fmt("{}/{}/jobs/{}/slurm-{}.out", pl.lit(str(out)), "cluster", pl.col("job_id").cast(pl.Int64) // 1000, "job_id")).to_series()
     yield _files(_app_lines(att, app), app["a"] - att["a"][0], jobs)
     del app
     node = node.join(nodes.select("cluster", "node", "nid", "style", "skew"), on=["cluster", "node"], how="left", maintain_order="left")
     node = node.filter((pl.col("style") != "none") & ((pl.col("style") != "kmsg") | pl.col("text").str.starts_with("kernel: ")))
-    node = node.with_columns(pl.col("ts") + pl.col("skew"))
+    node = pl.concat([node, _cron(nodes, att["start_ts"].min(), hi).cast(LINE_COLUMNS)]).with_columns(pl.col("ts") + pl.col("skew"))
     stems = nodes["stem"] + str(chunk)
     for (style,), part in node.partition_by("style", as_dict=True, maintain_order=True).items():
         part = part.sort("nid", "ts", "seq", maintain_order=True)
