@@ -6,7 +6,9 @@ Every builder takes the attempts of one scenario (or all of them) and returns a 
 lines with the same stamp), ``rank`` (srun/torchrun prefix; null for launcher lines) and
 ``text``. The line shapes are those of ``data/samples`` (NVRM Xid, mlx5, NCCL NET/IB with the
 ``host:pid:tid [dev]`` prefix, PyTorch watchdog lines with ``[rankN]:``, slurmstepd…); hosts,
-times, pids and PCI addresses vary.
+times, pids and PCI addresses vary. Most lines are benign volume, as in a real fleet: NCCL
+INFO banners, Megatron start-up and iteration lines (the node side's hourly cron is built
+in ``simulate``).
 """
 
 from __future__ import annotations
@@ -89,7 +91,8 @@ def nccl_prefix(r: pl.DataFrame | None = None) -> pl.Expr:
 # ------------------------------------------------------------------ every attempt
 
 def common(att: pl.DataFrame) -> list[pl.DataFrame]:
-    """Header, NCCL start-up (when ``NCCL_DEBUG=INFO``), iteration logs up to the fault."""
+    """Header, NCCL start-up (when ``NCCL_DEBUG=INFO``), Megatron start-up, iteration logs
+    up to the fault. All benign: they match no failure rule."""
     out = [frame(att, "app", pl.col("start_ts") + secs(1), fmt(
         "[{}] job {} ({}) attempt starting on {}", pl.col("start_ts").dt.strftime("%Y-%m-%dT%H:%M:%S+00:00"),
         "job_id", fmt("train-{}", pl.col("user_id") % 17), "hostlist"))]

@@ -11,8 +11,9 @@
     inputs.json                              how to land every input (parser, year, boot time)
 
 Attempts are generated in chunks (by start time) so memory stays bounded at a million
-attempts; every chunk's lines are built as columns and written with one file write per file,
-by a writer thread while the next chunk is built.
+attempts; every chunk's lines are built as columns and laid end to end in one buffer per
+batch of files, which a writer thread writes (one ``open``/``write``/``close`` per file)
+while the rest is built: file creation, not string building, bounds the run.
 Same ``seed`` → same bytes.
 """
 
