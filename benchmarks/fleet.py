@@ -50,6 +50,21 @@ class FleetShape:
         return FleetShape(clusters=("alpha", "bravo"), nodes_per_cluster=96, large_lanes=(64,), medium_lanes=(4, 2))
 
 
+def fmt(template: str, *args: pl.Expr | str) -> pl.Expr:
+    """``template`` with each ``{}`` replaced by the next argument (an expression, or a column
+    name when a string), as one :func:`polars.concat_str` — ``pl.format`` panicked once on
+    multi-chunk input. Null in any argument gives null, as ``pl.format`` does."""
+    pieces = template.split("{}")
+    if len(pieces) != len(args) + 1:
+        raise ValueError(f"{template!r} has {len(pieces) - 1} placeholders for {len(args)} arguments")
+    parts: list[pl.Expr] = [pl.lit(pieces[0])] if pieces[0] else []
+    for arg, text in zip(args, pieces[1:]):
+        parts.append(pl.col(arg) if isinstance(arg, str) else arg)
+        if text:
+            parts.append(pl.lit(text))
+    return pl.concat_str(parts)
+
+
 def node_names(cluster: str, n: int) -> list[str]:
     """Host names of a cluster: ``<first 3 letters><index:04d>``, 1-based."""
     return [f"{cluster[:3]}{i:04d}" for i in range(1, n + 1)]
@@ -154,14 +169,14 @@ def finish(frame: pl.DataFrame, shape: FleetShape) -> pl.DataFrame:
         (100_000 + pl.int_range(pl.len()).over("cluster")).cast(pl.String).alias("job_id"),
     )
     prefix = pl.col("cluster").str.slice(0, 3)
-    name = lambda idx: pl.format("{}{}", prefix, (idx + 1).cast(pl.String).str.pad_start(4, "0"))  # noqa: E731
+    name = lambda idx: fmt("{}{}", prefix, (idx + 1).cast(pl.String).str.pad_start(4, "0"))  # noqa: E731
     culprit_idx = (pl.col("culprit_node_u") * pl.col("n_nodes")).floor().cast(pl.Int64)
     second_idx = (culprit_idx + 1 + (pl.col("second_node_u") * (pl.col("n_nodes") - 1)).floor().cast(pl.Int64)) % pl.col("n_nodes")
     last = pl.col("first") + pl.col("n_nodes") - 1
     return frame.with_columns(
-        pl.format("slurm/{}/{}/0", "cluster", "job_id").alias("attempt_id"),
+        fmt("slurm/{}/{}/0", "cluster", "job_id").alias("attempt_id"),
         pl.when(pl.col("n_nodes") == 1).then(name(pl.col("first")))
-        .otherwise(pl.format("{}[{}-{}]", prefix, (pl.col("first") + 1).cast(pl.String).str.pad_start(4, "0"),
+        .otherwise(fmt("{}[{}-{}]", prefix, (pl.col("first") + 1).cast(pl.String).str.pad_start(4, "0"),
                              (last + 1).cast(pl.String).str.pad_start(4, "0"))).alias("hostlist"),
         culprit_idx.alias("culprit_idx"),
         second_idx.alias("second_idx"),

@@ -6,8 +6,10 @@ import hashlib
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from benchmarks.faults import CATALOG
+from benchmarks.fleet import fmt
 from benchmarks.simulate import simulate
 
 
@@ -39,3 +41,24 @@ def test_every_scenario_and_real_shapes(tmp_path):
     assert " NCCL INFO Bootstrap : Using bond0:" in text
     kernel = "\n".join(p.read_text() for p in sim.out.rglob("syslog.*"))
     assert "GPU has fallen off the bus." in kernel and "CRON[" in kernel
+
+
+def test_benign_volume_is_counted_and_real(tmp_path):
+    sim = simulate(tmp_path / "f", 200, seed=1)
+    logs = [p for p in sim.out.rglob("*") if p.name.startswith(("slurm-", "syslog.", "dmesg."))]
+    assert sim.files == len(logs)
+    assert sim.lines == sum(len(p.read_text().splitlines()) for p in logs)
+    assert sim.lines >= 50 * sim.attempts
+    app = "\n".join(p.read_text() for p in logs if p.name.startswith("slurm-"))
+    assert "0: > setting random seeds to " in app
+    assert "7:  > number of parameters on (tensor, pipeline) model parallel rank (7, 0): " in app
+    syslog = "\n".join(p.read_text() for p in logs if p.name.startswith("syslog."))
+    assert "]: pam_unix(cron:session): session opened for user root(uid=0) by (uid=0)\n" in syslog
+    assert "]: pam_unix(cron:session): session closed for user root\n" in syslog
+
+
+def test_fmt_is_concat_str_with_format_semantics():
+    df = pl.DataFrame({"a": [1, None], "b": ["x", "y"]})
+    assert df.select(fmt("<{}|{}>", "a", pl.col("b").str.to_uppercase())).to_series().to_list() == ["<1|X>", None]
+    with pytest.raises(ValueError, match="2 placeholders for 1 arguments"):
+        fmt("{}{}", "a")
