@@ -32,13 +32,13 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from benchmarks.fleet import EPOCH, GPU_PCI, HCA_PCI, HOSTS_PER_LEAF, FleetShape, finish, fmt, schedule
+from benchmarks.fleet import EPOCH, GPU_PCI, HCA_PCI, HOSTS_PER_LEAF, FleetShape, finish, fmt, node_names, schedule
 from benchmarks.lines import LINE_COLUMNS, common, noise, scenario_lines
 
 CHUNK = 100_000
 BOOT = EPOCH - timedelta(days=3)
-TRUTH_COLUMNS = ["attempt_id", "cluster", "job_id", "scenario", "domain", "cause", "also_accept", "expect_quality",
-                 "ambiguous", "culprit_nodes", "culprit_gpus", "culprit_ports", "culprit_ranks"]
+KMSG_NODE = r"/nodes/([^/]+)/dmesg\.\d+$"
+"""Where a simulated kernel log's node is in its path (``<cluster>/nodes/<node>/dmesg.<chunk>``)."""
 
 
 @dataclass(frozen=True)
@@ -319,7 +319,7 @@ def _write_inputs(out: Path, shape: FleetShape) -> None:
     for cluster in shape.clusters:
         base = out / cluster
         nodes = sorted((base / "nodes").glob("*/*")) if (base / "nodes").exists() else []
-        names = pl.Series("node", [f"{cluster[:3]}{i:04d}" for i in range(1, shape.nodes_per_cluster + 1)])
+        names = pl.Series("node", node_names(cluster, shape.nodes_per_cluster))
         bsd = set(names.to_frame().filter(_node_style(pl.col("node")) == "bsd")["node"])
         inputs.append({
             "cluster": cluster, "sacct": str(base / "sacct.txt"), "jobs": str(base / "jobs"),
@@ -348,7 +348,9 @@ def ingest(lake, out: str | Path) -> dict:
             raise RuntimeError(f"slurm connector on {c['sacct']}: {report.error}")
         read = landed = rejected = 0
         batches = [dict(paths=c["syslog_iso"], source="syslog"), dict(paths=c["syslog_bsd"], source="syslog", year=c["year"])]
-        batches += [dict(paths=[k["path"]], source="kmsg", node=k["node"], boot_time=datetime.fromisoformat(c["boot_time"])) for k in c["kmsg"]]
+        # Every node's dmesg in one landing: the node is the folder the file sits in.
+        batches.append(dict(paths=[k["path"] for k in c["kmsg"]], source="kmsg", node_pattern=KMSG_NODE,
+                            boot_time=datetime.fromisoformat(c["boot_time"])))
         batches.append(dict(paths=[c["jobs"]], source="app"))
         for b in batches:
             if b["paths"]:
