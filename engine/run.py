@@ -422,6 +422,33 @@ class _DayEvents:
         return tuple(pl.concat([p[i] for p in parts]) for i in range(3))
 
 
+def _write_results(
+    lake: Lake, chunks: list[tuple[date, date]], staged: list[pl.DataFrame | Path], notes: pl.DataFrame,
+    stamp: list[pl.Expr], clusters: list[str],
+) -> pl.DataFrame:
+    """Write each chunk's verdicts (in memory or staged) with the fleet ``notes`` applied
+    and the run's ``stamp`` columns, replacing the chunk's days of every cluster of the
+    run; returns the verdict counts by domain and quality."""
+    counts = []
+    for (first, last), verdicts in zip(chunks, staged, strict=True):
+        results = (
+            apply_fleet_notes(verdicts if isinstance(verdicts, pl.DataFrame) else pl.read_parquet(verdicts), notes)
+            .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
+            .with_columns(stamp)
+            .select(RESULTS.names + ["cluster"])
+        )
+        for cluster in clusters:
+            lake.replace_partitions(
+                "results", results.filter(pl.col("cluster") == cluster).drop("cluster"),
+                cluster=cluster, days=days_between(first, last),
+            )
+        counts.append(results.group_by("domain", "quality").len("attempts"))
+    return (
+        pl.concat(counts).group_by("domain", "quality").agg(pl.col("attempts").sum())
+        .sort(["attempts", "domain", "quality"], descending=[True, False, False])
+    )
+
+
 def run_attribution(
     lake: Lake,
     since: date,
@@ -498,30 +525,13 @@ def run_attribution(
         timings["fleet"] = time.perf_counter() - tick
 
         tick = time.perf_counter()
-        counts = []
-        for k, (first, last) in enumerate(chunks):
-            results = (
-                apply_fleet_notes(staged[k] if isinstance(staged[k], pl.DataFrame) else pl.read_parquet(staged[k]), notes)
-                .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
-                .with_columns(
-                    pl.lit(pack.version).alias("rule_pack_version"),
-                    pl.lit(run_id).alias("run_id"),
-                    pl.lit(run_ts).cast(pl.Datetime("us", "UTC")).alias("run_ts"),
-                )
-                .select(RESULTS.names + ["cluster"])
-            )
-            for cluster in run_clusters:
-                lake.replace_partitions(
-                    "results", results.filter(pl.col("cluster") == cluster).drop("cluster"),
-                    cluster=cluster, days=days_between(first, last),
-                )
-            counts.append(results.group_by("domain", "quality").len("attempts"))
+        stamp = [
+            pl.lit(pack.version).alias("rule_pack_version"),
+            pl.lit(run_id).alias("run_id"),
+            pl.lit(run_ts).cast(pl.Datetime("us", "UTC")).alias("run_ts"),
+        ]
+        by_domain_quality = _write_results(lake, chunks, staged, notes, stamp, run_clusters)
         timings["write"] += time.perf_counter() - tick
-
-    by_domain_quality = (
-        pl.concat(counts).group_by("domain", "quality").agg(pl.col("attempts").sum())
-        .sort(["attempts", "domain", "quality"], descending=[True, False, False])
-    )
     n_attempts = sum(p.height for p in scoped)
     summary = RunSummary(run_id, since, until, n_attempts, day_events.observations, day_events.events,
                          by_domain_quality, lake, clusters, timings)
