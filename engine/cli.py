@@ -94,11 +94,11 @@ def _print_ingest(counts) -> None:
               + (f"; {counts.attempts} attempts" if counts.attempts else ""))
 
 
-def _print_summary(summary, results: pl.DataFrame, json_out: bool) -> None:
+def _print_summary(summary, results: pl.DataFrame, json_out: bool, title: str = "verdicts") -> None:
     if json_out:
         sys.stdout.write(render.to_jsonl(render.verdict_records(results, json_mode=True)))
         return
-    out.print(render.verdict_table(results, title=f"verdicts ({summary.run_id})"))
+    out.print(render.verdict_table(results, title=f"{title} ({summary.run_id})"))
     out.print(render.summary_table(summary.by_domain_quality(), "attempts by domain and quality"))
 
 
@@ -262,6 +262,7 @@ def run(
     since: Annotated[str | None, typer.Option("--since", help="First UTC day of the window.")] = None,
     until: Annotated[str | None, typer.Option("--until", help="Last UTC day of the window.")] = None,
     cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Only these clusters.")] = None,
+    show: Annotated[int, typer.Option("--show", help="Failed attempts to list (the latest); the JSON has all.", min=0)] = 50,
     json_out: JsonOpt = False,
 ) -> None:
     """Attribute attempts, replace their verdicts in results/, write a run manifest."""
@@ -272,7 +273,16 @@ def run(
     progress, say = _progress()
     with progress:
         summary = run_attribution(Lake(lake), first, last, clusters=cluster or None, progress=say)
-    _print_summary(summary, summary.verdicts, json_out)
+    if json_out:
+        _print_summary(summary, summary.verdicts, json_out)
+        return
+    # A nightly window holds tens of thousands of attempts: list the latest failures only.
+    failures = summary.latest_failures(show)
+    failed = int(summary.by_domain_quality().filter(pl.col("domain") != "none")["attempts"].sum())
+    _print_summary(summary, failures, json_out, title="failed attempts, latest last")
+    if failed > failures.height:
+        err.print(f"{failures.height} of {failed} failed attempts listed (--show N for more); "
+                  "`causelake explain ID` shows one, `causelake results` exports all")
 
 
 @app.command()

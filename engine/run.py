@@ -60,15 +60,25 @@ class RunSummary:
     clusters: list[str] | None = None
     timings: dict[str, float] = field(default_factory=dict)
 
-    @cached_property
-    def verdicts(self) -> pl.DataFrame:
-        """The run's verdicts (results columns plus ``cluster``), by cluster, end, attempt."""
+    def _results(self) -> pl.LazyFrame:
         return (
             self.lake.scan("results", clusters=self.clusters, days=days_between(self.since, self.until))
             .filter(pl.col("run_id") == self.run_id)
             .select(RESULTS.names + ["cluster"])
-            .collect()
-            .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
+        )
+
+    @cached_property
+    def verdicts(self) -> pl.DataFrame:
+        """The run's verdicts (results columns plus ``cluster``), by cluster, end, attempt."""
+        return self._results().collect().sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
+
+    def latest_failures(self, limit: int) -> pl.DataFrame:
+        """The ``limit`` verdicts of attempts that did not succeed (domain other than
+        ``none``) that ended last, in end order: what a nightly run's console shows."""
+        return (
+            self._results().filter(pl.col("domain") != "none")
+            .sort(["end_ts", "attempt_id"], descending=True, nulls_last=True).head(limit)
+            .collect().reverse()
         )
 
     def by_domain_quality(self) -> pl.DataFrame:

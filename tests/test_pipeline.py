@@ -198,6 +198,25 @@ def test_bad_input_gives_one_clear_line_and_exit_2(tmp_path, args, message):
     assert not any(lake.rglob("*.parquet")) if lake.exists() else True
 
 
+def test_run_lists_the_latest_failures_and_says_how_many_are_left(demo_lake):
+    """The console of a run shows the counts and at most ``--show`` failed attempts (the
+    latest), never the successes, and points at the full results."""
+    results = demo_lake.scan("results").collect()
+    since, until = results["end_ts"].min().date(), results["end_ts"].max().date()
+    failed = results.filter(pl.col("domain") != "none").sort("end_ts", "attempt_id")
+    assert failed.height > 2
+    window = ["--since", str(since), "--until", str(until)]
+    result = runner.invoke(app, ["run", "--lake", str(demo_lake.root), *window, "--show", "2"])
+    assert result.exit_code == 0, result.output
+    for attempt_id in failed["attempt_id"].tail(2):
+        assert attempt_id in result.stdout
+    for attempt_id in [*failed["attempt_id"].head(failed.height - 2), *results.filter(pl.col("domain") == "none")["attempt_id"]]:
+        assert attempt_id not in result.stdout
+    assert f"2 of {failed.height} failed attempts listed" in result.stderr
+    every = runner.invoke(app, ["run", "--lake", str(demo_lake.root), *window, "--show", "1000"])
+    assert all(a in every.stdout for a in failed["attempt_id"]) and "attempts listed" not in every.stderr
+
+
 def test_a_bad_rule_pack_refuses_to_run(tmp_path, demo_lake, monkeypatch):
     bad = tmp_path / "rules"
     bad.mkdir()
