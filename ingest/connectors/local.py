@@ -19,11 +19,8 @@ from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOp
 from ingest.files import FilesError
 from ingest.files.common import ParseContext
 from ingest.files.detect import check_source
-from ingest.files.land import (
-    BATCH_BYTES, candidate_attempts, check_node_pattern, known_attempts, lake_slices, read_batches,
-    resolved_files, tie_to_attempts,
-)
-from ingest.files.read import as_utc, parse_batch
+from ingest.files.land import check_node_pattern, known_attempts, lake_slices, resolved_files, tied_batches
+from ingest.files.read import as_utc
 from ingest.static import ContextError, read_static_context
 
 
@@ -41,8 +38,9 @@ class FilesOptions(ConnectorOptions):
 
 class FilesConnector(Connector):
     """Log files and folders: observations per source and rejects, one batch per ~128 MiB
-    of text. Slurm output files are tied to the attempts already in the lake (land the
-    scheduler's connector first in the config)."""
+    of text (:func:`ingest.files.land.tied_batches`, as ``causelake ingest files``). Slurm
+    output files are tied to the attempts already in the lake (land the scheduler's
+    connector first in the config)."""
 
     name = "files"
     Options = FilesOptions
@@ -60,10 +58,7 @@ class FilesConnector(Connector):
         attempts = known_attempts(self.lake, self.cluster)
         ctx = ParseContext(year=opts.year, boot_time=as_utc(opts.boot_time), default_node=opts.node,
                            ingest_time=datetime.now(UTC), node_pattern=opts.node_pattern)
-        for batch in read_batches(files, BATCH_BYTES):
-            parsed = parse_batch(batch, ctx, opts.source)
-            obs = tie_to_attempts(parsed.observations, candidate_attempts(parsed.files, attempts,
-                                                                          attempt_id=opts.attempt_id))
+        for parsed, obs in tied_batches(files, ctx, opts.source, attempts, opts.attempt_id):
             for table, source, rows, input_ids in lake_slices(parsed, obs):
                 yield Batch(table=table, rows=rows, cluster=self.cluster, source=source,
                             input_id=f"files:{len(input_ids)} inputs", input_ids=input_ids.to_list(),

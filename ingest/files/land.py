@@ -121,11 +121,12 @@ def check_node_pattern(files: list[str], node: str | None, node_pattern: str | N
         return
     if node is not None:
         raise FilesError("give either a node or a node pattern, not both")
+    paths = pl.Series("path", files, dtype=pl.String)
     try:
-        found = pl.Series("path", files, dtype=pl.String).str.extract(node_pattern, 1)
+        found = paths.str.extract(node_pattern, 1)
     except pl.exceptions.PolarsError as exc:
         raise FilesError(f"node pattern {node_pattern!r} is not a valid regex with a group: {exc}") from None
-    missing = pl.Series("path", files, dtype=pl.String).filter(found.fill_null("") == "")
+    missing = paths.filter(found.fill_null("") == "")
     if missing.len():
         more = f" and {missing.len() - 3} more" if missing.len() > 3 else ""
         raise FilesError(
@@ -261,11 +262,36 @@ def lake_slices(parsed: ParsedBatch, obs: pl.DataFrame) -> Iterator[tuple[str, s
     yield "rejects", None, parsed.rejects, files["input_id"]
 
 
-def land_batch(lake: Lake, parsed: ParsedBatch, cands: pl.DataFrame, cluster: str) -> list[FileReport]:
-    """Tie one parsed batch to its attempts and land it (:func:`lake_slices`, each with one
+def tied_batches(
+    files: list[str], ctx: ParseContext, source: str | None, attempts: pl.DataFrame, attempt_id: str | None,
+) -> Iterator[tuple[ParsedBatch, pl.DataFrame]]:
+    """Read, parse and tie ``files`` batch by batch: each parsed batch with its observations
+    tied to ``attempts`` (:func:`candidate_attempts`, :func:`tie_to_attempts`).
+
+    The next batch is read, parsed and tied in a worker thread while the caller lands the
+    current one (file reads, Polars and Parquet encoding release the GIL): two cores busy.
+    """
+    batches = read_batches(files, BATCH_BYTES)
+
+    def prepare() -> tuple[ParsedBatch, pl.DataFrame] | None:
+        batch = next(batches, None)
+        if batch is None:
+            return None
+        parsed = parse_batch(batch, ctx, source)
+        cands = candidate_attempts(parsed.files, attempts, attempt_id=attempt_id)
+        return parsed, tie_to_attempts(parsed.observations, cands)
+
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(prepare)
+        while (ready := pending.result()) is not None:
+            pending = pool.submit(prepare)
+            yield ready
+
+
+def land_batch(lake: Lake, parsed: ParsedBatch, obs: pl.DataFrame, cluster: str) -> list[FileReport]:
+    """Land one parsed batch and its tied observations (:func:`lake_slices`, each with one
     ``land_inputs``). Returns the batch's per-file reports, in file order."""
     files = parsed.files
-    obs = tie_to_attempts(parsed.observations, cands)
     for table, source, rows, input_ids in lake_slices(parsed, obs):
         lake.land_inputs(table, rows, cluster=cluster, source=source, input_ids=input_ids)
     landed = obs.group_by("file").agg(
@@ -322,21 +348,7 @@ def land_log_files(
         year=year, boot_time=as_utc(boot_time), default_node=node,
         ingest_time=datetime.now(timezone.utc), end_at_ingest=end_at_ingest, node_pattern=node_pattern,
     )
-    batches = read_batches(files, BATCH_BYTES)
-
-    def prepare() -> tuple[ParsedBatch, pl.DataFrame] | None:
-        batch = next(batches, None)
-        if batch is None:
-            return None
-        parsed = parse_batch(batch, ctx, source)
-        return parsed, candidate_attempts(parsed.files, attempts, attempt_id=attempt_id)
-
     report = FilesReport()
-    # One batch is read and parsed in a worker thread while the previous one is tied and
-    # written (file reads, Polars and Parquet encoding release the GIL): two cores busy.
-    with ThreadPoolExecutor(1) as pool:
-        pending = pool.submit(prepare)
-        while (ready := pending.result()) is not None:
-            pending = pool.submit(prepare)
-            report.files.extend(land_batch(lake, *ready, cluster))
+    for parsed, obs in tied_batches(files, ctx, source, attempts, attempt_id):
+        report.files.extend(land_batch(lake, parsed, obs, cluster))
     return report
