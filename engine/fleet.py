@@ -12,6 +12,9 @@ lake, vectorized across attempts:
 * **Systemic events** — the same root cause on many nodes at once (a storage outage, a
   switch failure) is noted in the evidence of every verdict it explains, so nobody drains
   twenty healthy nodes for one bad filer.
+
+A run applies them in two steps: :func:`fleet_notes` over a slim view of every verdict,
+then :func:`apply_fleet_notes` to each chunk of full verdicts as it is written.
 """
 
 from __future__ import annotations
@@ -201,11 +204,3 @@ def apply_fleet_notes(verdicts: pl.DataFrame, notes: pl.DataFrame) -> pl.DataFra
         pl.col("_quality").alias("quality"),
         pl.concat_list("evidence", "_fleet").alias("evidence"),
     ])
-
-
-def fleet_stage(
-    verdicts: pl.DataFrame, history: pl.DataFrame, topology: pl.DataFrame, config: EngineConfig
-) -> pl.DataFrame:
-    """Apply every cross-attempt view to this run's verdicts (same rows, same columns)."""
-    notes = fleet_notes(verdicts, history, topology, config)
-    return apply_fleet_notes(verdicts, notes).sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)

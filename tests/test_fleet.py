@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from engine.config import EngineConfig
-from engine.fleet import fleet_stage
+from engine.fleet import apply_fleet_notes, fleet_notes
 from engine.run import attribute
 from ingest.schema import RESULTS, TOPOLOGY
 from tests.engine_frames import at, attempts, events
@@ -19,8 +19,9 @@ def run_fleet(att: pl.DataFrame, ev: pl.DataFrame, topology: pl.DataFrame | None
     verdicts, _ = attribute(att, ev, full_coverage(att), pack(), CONFIG)
     empty_history = pl.from_arrow(RESULTS.empty_table()).with_columns(pl.lit(None, pl.String).alias("cluster"))
     empty_topology = pl.from_arrow(TOPOLOGY.empty_table()).with_columns(pl.lit(None, pl.String).alias("cluster"))
-    out = fleet_stage(verdicts, empty_history if history is None else history,
-                      empty_topology if topology is None else topology, CONFIG)
+    notes = fleet_notes(verdicts, empty_history if history is None else history,
+                        empty_topology if topology is None else topology, CONFIG)
+    out = apply_fleet_notes(verdicts, notes)
     assert out.height == verdicts.height and out.columns == verdicts.columns
     return {r["attempt_id"]: r for r in out.to_dicts()}
 
