@@ -104,12 +104,13 @@ def add_time_bounds(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
     """
     # The look-ahead runs on a narrow frame of the unstamped lines only; the wide events
     # keep their order and only gain the result.
+    precise = pl.col("ts_source").is_in(PRECISE_TS).fill_null(False)
     narrow = events.select(
         pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
         "attempt_id", "ts",
         pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
         pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"),
-        pl.col("ts_source").is_in(PRECISE_TS).fill_null(False).alias("_precise"),
+        precise.alias("_precise"),
     ).filter(pl.col("_line").is_not_null())
     stamped = (
         narrow.filter(pl.col("_precise"))
@@ -124,7 +125,6 @@ def add_time_bounds(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
         pl.DataFrame({"_row": pl.int_range(events.height, dtype=pl.UInt32, eager=True)})
         .join(following, on="_row", how="left", maintain_order="left")["_next_ts"]
     )
-    precise = pl.col("ts_source").is_in(PRECISE_TS).fill_null(False)
     latest = pl.min_horizontal(pl.lit(next_ts), pl.col("end_ts") + skew)
     return events.with_columns(
         pl.when(precise).then(pl.col("ts")).otherwise(pl.max_horizontal(pl.col("ts"), latest)).alias("ts_hi")
