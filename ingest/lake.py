@@ -111,14 +111,8 @@ class LandReport:
     files: tuple[str, ...]
 
 
-def input_key(input_id: str) -> str:
-    """Stable file-name key for an input (a short hash of its identity)."""
-    return batch_key([input_id])
-
-
 def batch_key(input_ids: Iterable[str]) -> str:
-    """Stable file-name key for a set of inputs (a short hash of their sorted ids; for one
-    input the same as :func:`input_key`)."""
+    """Stable file-name key for a set of inputs (a short hash of their sorted ids)."""
     return hashlib.sha1("\n".join(sorted(input_ids)).encode()).hexdigest()[:16]
 
 
