@@ -13,7 +13,7 @@ from benchmarks.incidents import INCIDENTS, score_incidents
 from benchmarks.simulate import ingest, simulate
 from engine.oneshot import attempt_days
 from engine.run import run_attribution
-from ingest.lake import Lake
+from engine.extract import landing_lake
 
 def score(truth: pl.DataFrame, verdicts: pl.DataFrame) -> dict:
     """Scores of ``verdicts`` against ``truth`` (both keyed by ``attempt_id``)."""
@@ -63,7 +63,7 @@ def bench_accuracy(attempts: int = 2000, seed: int = 0, out: str | Path | None =
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(workdir) if workdir else Path(tmp)
         sim = simulate(base / "fleet", attempts, seed)
-        lake = Lake(base / "lake")
+        lake = landing_lake(base / "lake")
         ingest(lake, sim.out)
         since, until = attempt_days(lake)
         summary = run_attribution(lake, since, until)

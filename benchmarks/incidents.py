@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from engine.oneshot import diagnose
-from ingest.lake import Lake
+from engine.extract import landing_lake
 
 CORPUS_DIR = Path(os.environ.get("CAUSELAKE_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
 """The shared corpus: ``$CAUSELAKE_CORPUS``, else ``shared/corpus`` beside the repository."""
@@ -71,7 +71,7 @@ def diagnose_incident(item: dict, workdir: Path) -> dict:
     """The verdict one-shot diagnosis gives an incident's lines (written to a log file)."""
     log = workdir / "incident.log"
     log.write_text("\n".join(item["lines"]) + "\n")
-    _, summary = diagnose(Lake(workdir / "lake"), [log])
+    _, summary = diagnose(landing_lake(workdir / "lake"), [log])
     return summary.verdicts.row(0, named=True)
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmarks.perf import in_child, peak_rss_mb
 from benchmarks.simulate import ingest, simulate
-from ingest.lake import Lake
+from engine.extract import landing_lake
 
 
 def run(attempts: int, workdir: Path, seed: int = 0) -> dict:
@@ -23,7 +23,7 @@ def run(attempts: int, workdir: Path, seed: int = 0) -> dict:
     tick = time.perf_counter()
     sim = in_child(simulate, workdir / "raw", attempts, seed)
     simulated = time.perf_counter() - tick
-    lake = Lake(workdir / "lake")
+    lake = landing_lake(workdir / "lake")
     tick = time.perf_counter()
     counts = ingest(lake, sim.out)
     seconds = time.perf_counter() - tick
@@ -35,7 +35,7 @@ def run(attempts: int, workdir: Path, seed: int = 0) -> dict:
         "simulate_s": round(simulated, 1),
         "ingest_s": round(seconds, 2),
         "lines_per_s": round(lines / seconds) if seconds else None,
-        "parquet_files": sum(1 for _ in lake.root.rglob("*.parquet")),
+        "parquet_files": len(lake.files("observations")),
         "peak_rss_mb": round(peak_rss_mb()),
     }
 

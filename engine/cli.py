@@ -130,11 +130,11 @@ def demo(
     json_out: JsonOpt = False,
 ) -> None:
     """Land the bundled sample fleet, attribute every attempt, print the verdicts."""
+    from engine.extract import landing_lake
     from engine.oneshot import SAMPLES, run_demo
-    from ingest.lake import Lake
 
     with tempfile.TemporaryDirectory(prefix="causelake-demo-") as tmp:
-        target = Lake(lake or tmp)
+        target = landing_lake(lake or tmp)
         progress, say = _progress()
         with progress:
             counts, summary = run_demo(target, SAMPLES, progress=say)
@@ -166,9 +166,12 @@ def ingest_nightly(
     if config is None or day is None:
         err.print(ctx.get_help())
         raise ValueError("give --config lake.yaml --day YYYY-MM-DD, or a subcommand")
+    from engine.extract import landing_derivation
+    from engine.rules.loader import load_rule_pack
     from ingest.config import ingest_from_config
 
-    if not _print_connector_reports(ingest_from_config(config, _parse_day(day, "--day"))):
+    extract = landing_derivation(load_rule_pack())
+    if not _print_connector_reports(ingest_from_config(config, _parse_day(day, "--day"), derivations=[extract])):
         raise typer.Exit(1)
 
 
@@ -244,12 +247,12 @@ def ingest_files(
     ] = None,
 ) -> None:
     """Land local log files (syslog, journald JSON, dmesg, app logs, kubectl logs)."""
+    from engine.extract import landing_lake
     from engine.oneshot import IngestCounts
     from ingest.files import land_log_files
-    from ingest.lake import Lake
 
     counts = IngestCounts()
-    counts.add_files(land_log_files(Lake(lake), paths, cluster=cluster, source=source, node=node,
+    counts.add_files(land_log_files(landing_lake(lake), paths, cluster=cluster, source=source, node=node,
                                     node_pattern=node_pattern, attempt_id=attempt, year=year, boot_time=boot_time))
     _print_ingest(counts)
 
@@ -316,11 +319,11 @@ def diagnose(
     json_out: JsonOpt = False,
 ) -> None:
     """One-shot: land the files into a temporary lake and print the verdict."""
+    from engine.extract import landing_lake
     from engine.oneshot import diagnose as run_diagnose
-    from ingest.lake import Lake
 
     with tempfile.TemporaryDirectory(prefix="causelake-diagnose-") as tmp:
-        counts, summary = run_diagnose(Lake(tmp), paths, context=context, source=source,
+        counts, summary = run_diagnose(landing_lake(tmp), paths, context=context, source=source,
                                        year=year, boot_time=boot_time)
         if not json_out:
             _print_ingest(counts)

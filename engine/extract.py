@@ -15,18 +15,26 @@ Every other group lands in ``params`` as a JSON object with sorted keys.
 Floods collapse in :func:`dedupe_events`: repeats of one event on the same
 node/attempt/rank/GPU/port whose gap to the previous repeat is within the rule's
 ``dedupe_window`` become one event (first row's fields, ``count``, ``last_ts``).
+
+Extraction at landing: every event comes from one line, so the events of a day are the
+union of the events of its files. :func:`landing_derivation` has the lake extract each
+observations file while it is being landed (the lines are in memory then); a run reads
+those events (:func:`lake_events`) and extracts only the files that have none for its
+pack, then collapses floods over the whole day as before.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
 
-from engine.rules.loader import OUTCOME_FIELDS, RulePack, regex_for
+from engine.rules.loader import OUTCOME_FIELDS, RulePack, load_rule_pack, regex_for
 from engine.rules.model import ExtractRule, parse_duration
+from ingest.lake import Derivation, Lake
 from ingest.schema import EVENTS
 
 EVENT_SCHEMA = pl.Schema({**pl.from_arrow(EVENTS.empty_table()).schema, "cluster": pl.String})
@@ -222,17 +230,58 @@ def _extract(
     return events.collect()
 
 
-def extract_events(
-    observations: pl.LazyFrame | pl.DataFrame, pack: RulePack, *, keep_benign: bool = True
-) -> pl.DataFrame:
+def extract_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     """Events of the pack's extract rules over ``observations``, floods collapsed.
 
     ``observations`` has the observations table's columns plus ``cluster``, ``day`` and
     ``source``. Returns :data:`EVENT_SCHEMA` columns sorted by cluster, ts, node, origin,
-    rule_id. ``keep_benign=False`` (the attribution run) skips what is explicitly harmless:
-    benign events never take part in a verdict, and NCCL INFO banners are most of a log.
+    rule_id. Benign events are kept (the attribution run leaves them out,
+    :func:`line_events`).
     """
-    return dedupe_events(_extract(observations, pack, keep_benign=keep_benign, ordered=False), pack)
+    return dedupe_events(_extract(observations, pack, ordered=False), pack)
+
+
+_EXTRACTOR_CODE = (Path(__file__), *sorted((Path(__file__).parent / "rules").glob("*.py")))
+"""The code that turns a pack into events: a change to it makes landed events stale."""
+
+
+def line_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl.DataFrame:
+    """What a run takes from some lines: their events before the flood dedupe, without the
+    harmless ones (benign events never take part in a verdict, and NCCL INFO banners are
+    most of a log)."""
+    return _extract(observations, pack, keep_benign=False, ordered=False)
+
+
+def landing_derivation(pack: RulePack) -> Derivation:
+    """Extraction at landing: the :func:`line_events` of each observations file, written
+    beside it as it lands. The name holds a digest of the pack and of the extractor's code,
+    so a run with another pack (or another causelake) never reads them."""
+    digest = hashlib.sha256(pack.version.encode())
+    for path in _EXTRACTOR_CODE:
+        digest.update(path.read_bytes())
+    # An event is on its line's day: the partition of the file it came from.
+    return Derivation(f"events-{digest.hexdigest()[:16]}", "observations",
+                      lambda rows: line_events(rows, pack).with_columns(pl.col("ts").dt.date().alias("day")))
+
+
+def landing_lake(root: str | Path, pack: RulePack | None = None) -> Lake:
+    """The lake at ``root``, opened to extract each observations file as it lands (with
+    ``pack``, default the installed pack): runs with the same pack then read the lines'
+    events instead of the lines."""
+    return Lake(root, [landing_derivation(pack or load_rule_pack())])
+
+
+def lake_events(lake: Lake, pack: RulePack, files: Sequence[Path]) -> pl.DataFrame:
+    """Events of the observations ``files`` of one lake, floods collapsed: read from their
+    landed events (:func:`landing_derivation`) where those exist, extracted from the file
+    otherwise — the same events either way."""
+    derivatives = lake.derived(landing_derivation(pack).name, files)
+    landed = [path for path in derivatives if path is not None]
+    rest = [path for path, derived in zip(files, derivatives, strict=True) if derived is None]
+    parts = [pl.read_parquet(landed).cast(dict(EVENT_SCHEMA))] if landed else []
+    if rest:
+        parts.append(line_events(lake.scan_files("observations", rest), pack))
+    return dedupe_events(pl.concat(parts), pack) if parts else empty_events()
 
 
 def extract_lines(lines: Sequence[str], pack: RulePack, *, source: str | None = None) -> pl.DataFrame:

@@ -29,7 +29,7 @@ import polars as pl
 from engine.config import EngineConfig
 from engine.correlate import apply_precedence, apply_suppress, attach_events, demote_recovered_links
 from engine.decide import decide, state_table
-from engine.extract import extract_events
+from engine.extract import lake_events
 from engine.fleet import FLEET_COLUMNS, HISTORY_COLUMNS, apply_fleet_notes, fleet_notes
 from engine.metrics import metric_events
 from engine.rules.loader import RulePack, load_rule_pack
@@ -115,10 +115,11 @@ def observation_days(
 
 
 def extract_day(lake: Lake, pack: RulePack, day: date, clusters: list[str] | None) -> tuple[pl.DataFrame, int]:
-    """Events of one observation day (log lines and metric samples), deduplicated."""
-    observations = lake.scan("observations", clusters=clusters, days=[day])
-    n_obs = observations.select(pl.len()).collect().item()
-    events = extract_events(observations, pack, keep_benign=False)
+    """Events of one observation day (log lines and metric samples), deduplicated; the
+    lines' events were mostly extracted when they landed (:func:`lake_events`)."""
+    files = lake.files("observations", clusters=clusters, days=[day])
+    n_obs = lake.scan_files("observations", files).select(pl.len()).collect().item()
+    events = lake_events(lake, pack, files)
     metrics = lake.scan("metrics", clusters=clusters, days=[day])
     from_metrics = metric_events(metrics, pack)
     columns = EVENTS.names + ["cluster"]

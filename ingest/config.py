@@ -22,6 +22,7 @@ variable instead (``token_env: PROM_TOKEN``).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from pathlib import Path
@@ -32,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ingest.connectors import ConnectorReport, RegistryError, get_connector, record_ingest, run_connector
 from ingest.connectors.base import Connector, ConnectorOptions, FetchWindow
-from ingest.lake import Lake
+from ingest.lake import Derivation, Lake
 
 SECRET_KEY = re.compile(r"(token|password|passwd|secret|api_?key|credential)s?$", re.IGNORECASE)
 CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -208,8 +209,11 @@ def day_window(day: date) -> FetchWindow:
     return FetchWindow(start=start, end=start + timedelta(days=1))
 
 
-def ingest_from_config(config_path: str | Path, day: date) -> list[ConnectorReport]:
-    """Run every configured connector for UTC ``day`` into the configured lake.
+def ingest_from_config(
+    config_path: str | Path, day: date, derivations: Sequence[Derivation] = ()
+) -> list[ConnectorReport]:
+    """Run every configured connector for UTC ``day`` into the configured lake (opened with
+    ``derivations``, :class:`ingest.lake.Derivation`).
 
     One failing connector never stops the others: its report carries the error (an
     unexpected exception too, with its type), the rest still land; the reports are kept in
@@ -218,7 +222,7 @@ def ingest_from_config(config_path: str | Path, day: date) -> list[ConnectorRepo
     :class:`ConfigError` before anything runs.
     """
     config = load_config(config_path)
-    lake = Lake(config.lake)
+    lake = Lake(config.lake, derivations)
     window = day_window(day)
     reports = []
     for entry in config.connectors:

@@ -46,6 +46,15 @@ them into the index it writes. What a crash leaves behind (never a partial file)
   batch (re-running the same ingest is the usual repair), leaves it exactly once;
 * during step 4: a journal the next landing absorbs (the data is already right).
 
+Derivatives (``by_input`` tables). A :class:`Derivation` handed to the lake computes rows
+from each data file as it is written — the engine's extraction, so a run reads the events
+of the lines instead of the lines — and the lake writes them to
+``_derived/<name>/<data file's path>``. A derivative is written after its data file and
+deleted before that file is rewritten or deleted, so one that exists always describes
+the file's current rows; one that is missing (a crash in between, a landing without the
+derivation, another rule pack) only means the reader derives from the file itself.
+``_derived/`` is a cache: deleting it loses nothing.
+
 There is one writer per lake at a time (no locking).
 """
 
@@ -55,9 +64,9 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -118,6 +127,28 @@ def batch_key(input_ids: Iterable[str]) -> str:
 
 INDEX_SCHEMA = {"input_id": pl.String, "file": pl.String}
 
+DERIVED = "_derived"
+"""Folder of the lake that holds the derivatives of data files (see the module docstring)."""
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """Rows computed from each data file of a ``by_input`` table when the lake writes it
+    (an extension point: the ingest layer never imports the engine, so whoever opens the
+    lake for landing hands the engine's derivations in).
+
+    ``name`` names its folder under ``_derived/``; it must change whenever what ``derive``
+    computes changes (put a digest of its definition in it), since derivatives of another
+    name are never read. ``derive`` gets the rows of one landing (several data files of one
+    cluster and source) with their partition columns (``cluster``, ``day``, ``source``)
+    and returns a frame of any schema that keeps ``day``: each data file's derivative holds
+    the derived rows of its day.
+    """
+
+    name: str
+    table: str
+    derive: Callable[[pl.DataFrame], pl.DataFrame] = field(compare=False)
+
 
 def _atomic_write_bytes(path: Path, write) -> None:
     """Write via ``write(fileobj)`` to a hidden temp file beside ``path``, then rename."""
@@ -151,8 +182,9 @@ class Lake:
     :meth:`write_manifest`; reads through :meth:`scan`.
     """
 
-    def __init__(self, root: str | os.PathLike[str]):
+    def __init__(self, root: str | os.PathLike[str], derivations: Sequence[Derivation] = ()):
         self.root = Path(root)
+        self.derivations = tuple(derivations)
 
     # ---------------------------------------------------------------- writing
 
@@ -306,7 +338,11 @@ class Lake:
         sources: Sequence[str] | None = None,
     ) -> pl.LazyFrame:
         """A lazy frame over ``table`` with its partition columns, empty if nothing landed."""
-        files = self.files(table, clusters=clusters, days=days, sources=sources)
+        return self.scan_files(table, self.files(table, clusters=clusters, days=days, sources=sources))
+
+    def scan_files(self, table: str, files: Sequence[Path]) -> pl.LazyFrame:
+        """A lazy frame over some of the files of ``table`` (from :meth:`files`), with its
+        partition columns."""
         hive = {k: (pl.Date if k == "day" else pl.String) for k in PARTITIONS[table]}
         if not files:
             empty = pl.from_arrow(TABLES[table].empty_table())
@@ -319,6 +355,15 @@ class Lake:
             hive_schema=hive,
             schema=pl.from_arrow(TABLES[table].empty_table()).schema,
         )
+
+    def derived(self, name: str, files: Sequence[Path]) -> list[Path | None]:
+        """For each data file of :meth:`files`, its derivative of :class:`Derivation`
+        ``name`` (None when there is none: derive from the file itself)."""
+        found = []
+        for path in files:
+            derivative = self.root / DERIVED / name / Path(path).relative_to(self.root)
+            found.append(derivative if derivative.exists() else None)
+        return found
 
     def manifests(self) -> list[dict]:
         """Every run manifest, oldest first."""
@@ -349,6 +394,29 @@ class Lake:
         # only need their offsets narrowed (the same table, about three times cheaper).
         arrow = frame.to_arrow(compat_level=pl.CompatLevel.oldest()).cast(TABLES[table])
         _atomic_write_bytes(target, lambda fh: pq.write_table(arrow, fh, **PARQUET_OPTIONS))
+
+    def _drop_derived(self, rel: str) -> None:
+        """Delete every derivative of data file ``rel`` (before the file changes)."""
+        folder = self.root / DERIVED
+        if folder.exists():
+            for entry in _sorted_entries(str(folder)):
+                (Path(entry.path) / rel).unlink(missing_ok=True)
+
+    def _derive(self, table: str, frame: pl.DataFrame, values: dict[str, object]) -> list[tuple[str, pl.DataFrame]]:
+        """``(name, rows)`` of each derivation of ``table`` over ``frame`` (rows of one or
+        more data files of one cluster and source, with ``values`` the partition values
+        the rows do not carry): one call per landing, not per file, since a derivation's
+        fixed cost is far above its per-row cost."""
+        rows = frame.with_columns(pl.lit(value).alias(key) for key, value in values.items())
+        return [(d.name, d.derive(rows)) for d in self.derivations if d.table == table]
+
+    def _write_derived(self, rel: str, derived: list[tuple[str, pl.DataFrame]]) -> None:
+        """Write the derivatives of data file ``rel`` (after the file is written): the rows
+        of its day, possibly none (an empty derivative still says the file was derived)."""
+        day = _partition_values(rel)["day"]
+        for name, rows in derived:
+            part = rows.filter(pl.col("day") == day).drop("day").to_arrow(compat_level=pl.CompatLevel.oldest())
+            _atomic_write_bytes(self.root / DERIVED / name / rel, lambda fh, part=part: pq.write_table(part, fh, **PARQUET_OPTIONS))
 
     def _index_dir(self, table: str, cluster: str) -> Path:
         return self.root / "_inputs" / table / f"cluster={cluster}"
@@ -387,14 +455,20 @@ class Lake:
         previous = set(index.filter(pl.col("input_id").is_in(ids.implode()))["file"].unique().to_list()) - set(targets)
         if not targets and not previous:
             return LandReport(table, 0, ())
+        # Derived before anything is written: a derivation that fails lands nothing.
+        fixed = {k: v for k, v in (("cluster", cluster), ("source", source)) if k in PARTITIONS[table]}
+        derived = self._derive(table, frame, fixed) if targets else []
         folder = self._index_dir(table, cluster)
         journal = folder / f"pending-{key}.parquet"
         # 1. Record where the batch is about to land before any data file exists.
         if targets:
             self._write_index(ids.to_frame().join(pl.DataFrame({"file": list(targets)}), how="cross"), journal)
-        # 2. The batch's own files.
+        # 2. The batch's own files (a derivative goes before its file changes and comes
+        #    back after it is written).
         for rel, part in targets.items():
+            self._drop_derived(rel)
             self._write(part, table, self.root / rel)
+            self._write_derived(rel, derived)
         # 3. Take the batch's inputs out of every other file that held them.
         emptied = []
         for rel in sorted(previous):
@@ -402,8 +476,10 @@ class Lake:
             if not path.exists():
                 continue
             kept = pl.read_parquet(path).filter(~pl.col("input_id").is_in(ids.implode()))
+            self._drop_derived(rel)
             if kept.height:
                 self._write(kept, table, path)
+                self._write_derived(rel, self._derive(table, kept, _partition_values(rel)))
             else:
                 path.unlink()
                 emptied.append(rel)
@@ -452,6 +528,14 @@ class Lake:
                 if stale != target or not merged.height:
                     stale.unlink()
         return LandReport(table, frame.height, tuple(written))
+
+
+def _partition_values(rel: str) -> dict[str, object]:
+    """The partition values a data file's path names (``day`` as a date)."""
+    values: dict[str, object] = dict(part.split("=", 1) for part in Path(rel).parent.parts if "=" in part)
+    if "day" in values:
+        values["day"] = date.fromisoformat(str(values["day"]))
+    return values
 
 
 def _sorted_entries(folder: str) -> list[os.DirEntry]:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 import pytest
 
-from ingest.lake import Lake, LakeError, batch_key
+from ingest.lake import Derivation, Lake, LakeError, batch_key
 from ingest.schema import OBSERVATIONS
 
 CLUSTER = "c1"
@@ -217,3 +217,91 @@ def test_bad_batches_are_refused_before_anything_is_written(tmp_path):
     with pytest.raises(LakeError, match="not a by-input table"):
         lake.land_inputs("attempts", rows("a", 1), cluster=CLUSTER)
     assert not lake.root.exists()
+
+
+def count_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """A derivation's function: rows per input and partition (the partition columns must
+    be there)."""
+    return frame.group_by("input_id", "cluster", "day", "source").len().sort("input_id")
+
+
+COUNTS = Derivation("counts", "observations", count_rows)
+
+
+def derivatives(lake: Lake) -> dict[str, pl.DataFrame | None]:
+    """Each data file's derivative (None when it has none), checked against the file: a
+    derivative that exists always describes the file's current rows."""
+    files = lake.files("observations")
+    found = {}
+    for path, derived in zip(files, lake.derived(COUNTS.name, files), strict=True):
+        rel = str(path.relative_to(lake.root))
+        found[rel] = None if derived is None else pl.read_parquet(derived)
+        if derived is not None:
+            assert found[rel].equals(count_rows(lake.scan_files("observations", [path]).collect()).drop("day")), rel
+    return found
+
+
+def orphans(lake: Lake) -> list[str]:
+    """Derivatives whose data file is gone."""
+    folder = lake.root / "_derived" / COUNTS.name
+    return sorted(str(p) for p in folder.rglob("*.parquet") if not (lake.root / p.relative_to(folder)).exists())
+
+
+def test_derivatives_are_written_with_their_files_and_follow_every_change(tmp_path):
+    lake = Lake(tmp_path / "lake", [COUNTS])
+    land(lake, rows("a", 30), rows("b", 2), rows("c", 1, start=DAY2))
+    first = derivatives(lake)  # "a" runs into DAY2: one file per day
+    assert len(first) == 2 and all(d is not None for d in first.values())
+    assert sum(d["len"].sum() for d in first.values()) == 30 + 2 + 1
+    # Landing "a" again alone rewrites the batch's files without it: their derivatives follow.
+    land(lake, rows("a", 2, tag="v2"))
+    after = derivatives(lake)
+    assert len(after) == 3 and all(d is not None for d in after.values())
+    assert sum(d["len"].sum() for d in after.values()) == 2 + 2 + 1
+    # A lake opened without the derivation writes none, and a file it empties loses its
+    # derivative with it.
+    Lake(lake.root).land("observations", rows("b", 1, tag="v3"), cluster=CLUSTER, input_id="b", source="syslog")
+    assert sum(d is None for d in derivatives(lake).values()) == 1
+    assert per_input(lake) == {"a": 2, "b": 1, "c": 1}
+    land(lake, rows("c", 0), input_ids=["c"])
+    assert len(derivatives(lake)) == 2 and orphans(lake) == [] and leftovers(lake) == []
+
+
+def test_a_file_rewritten_without_the_derivation_loses_its_derivative(tmp_path):
+    lake = Lake(tmp_path / "lake", [COUNTS])
+    land(lake, rows("a", 3), rows("b", 3))
+    Lake(lake.root).land("observations", rows("b", 1, tag="v2"), cluster=CLUSTER, input_id="b", source="syslog")
+    assert list(derivatives(lake).values()) == [None, None]  # "a" rewritten alone, "b" in its own file
+    assert per_input(lake) == {"a": 3, "b": 1}
+
+
+def test_a_failing_derivation_lands_nothing(tmp_path):
+    def broken(frame: pl.DataFrame) -> pl.DataFrame:
+        raise ValueError("bad derivation")
+
+    lake = Lake(tmp_path / "lake", [COUNTS])
+    land(lake, rows("a", 2), rows("b", 2))
+    before = derivatives(lake)
+    with pytest.raises(ValueError, match="bad derivation"):
+        land(Lake(lake.root, [Derivation("counts", "observations", broken)]), rows("a", 2, tag="v2"))
+    assert set(stored(lake)["message"].str.slice(0, 2)) == {"v1"}
+    assert derivatives(lake).keys() == before.keys() and leftovers(lake) == []
+
+
+def test_a_crash_between_a_file_and_its_derivative_leaves_no_derivative(tmp_path, monkeypatch):
+    """A crash after a data file changed and before its derivative was written leaves that
+    file without one (never a stale one); landing again restores it."""
+    lake = Lake(tmp_path / "lake", [COUNTS])
+    land(lake, rows("a", 2), rows("b", 2))
+
+    def crash(self, rel, derived):
+        raise OSError("killed")
+
+    monkeypatch.setattr(Lake, "_write_derived", crash)
+    with pytest.raises(OSError, match="killed"):
+        land(lake, rows("a", 2, tag="v2"), rows("b", 2, tag="v2"))
+    monkeypatch.undo()
+    assert list(derivatives(lake).values()) == [None]
+    land(lake, rows("a", 2, tag="v2"), rows("b", 2, tag="v2"))
+    assert all(d is not None for d in derivatives(lake).values())
+    assert per_input(lake) == {"a": 2, "b": 2} and leftovers(lake) == []

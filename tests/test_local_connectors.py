@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from datetime import date
 
+from typer.testing import CliRunner
+
+from engine.cli import app
+from engine.extract import landing_derivation
 from engine.oneshot import SAMPLES
+from engine.rules.loader import load_rule_pack
 from ingest.config import ingest_from_config
 from ingest.files import land_log_files
 from ingest.lake import Lake
@@ -61,3 +66,25 @@ clusters:
     reports = ingest_from_config(config, date(2026, 11, 28))
     assert "no such file" in reports[0].error and reports[1].ok
     assert Lake(tmp_path / "lake").scan("attempts").collect().height == 20
+
+
+def test_the_ingest_commands_extract_every_file_they_land(tmp_path):
+    """``causelake ingest --config`` and ``causelake ingest files`` land each observations
+    file with its events for the installed pack, which runs then read."""
+    config = tmp_path / "lake.yaml"
+    config.write_text(f"""
+lake: {tmp_path / 'nightly'}
+clusters:
+  demo:
+    connectors:
+      - type: files
+        options: {{paths: [{SAMPLES / 'jobs'}], source: app}}
+""")
+    nightly = CliRunner().invoke(app, ["ingest", "--config", str(config), "--day", "2026-11-28"])
+    direct = CliRunner().invoke(app, ["ingest", "files", str(SAMPLES / "nodes" / "gpu003" / "syslog"),
+                                      "--lake", str(tmp_path / "direct"), "--cluster", "demo", "--node", "gpu003"])
+    assert nightly.exit_code == 0 and direct.exit_code == 0, nightly.output + direct.output
+    name = landing_derivation(load_rule_pack()).name
+    for lake in (Lake(tmp_path / "nightly"), Lake(tmp_path / "direct")):
+        files = lake.files("observations")
+        assert files and None not in lake.derived(name, files)

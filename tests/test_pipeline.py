@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,9 @@ from typer.testing import CliRunner
 
 from engine.cli import app
 from engine.config import EngineConfig
-from engine.oneshot import SAMPLES, land_manifest, run_demo
+from engine.extract import empty_events, landing_derivation, landing_lake
+from engine.oneshot import SAMPLES, attempt_days, land_manifest, run_demo
+from engine.rules.loader import load_rule_pack
 from engine.run import run_attribution
 from ingest.lake import Lake
 
@@ -29,7 +32,9 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def demo_lake(tmp_path_factory) -> Lake:
-    lake = Lake(tmp_path_factory.mktemp("demo") / "lake")
+    """The samples landed as ``causelake demo`` and ``causelake ingest`` land them: each
+    observations file's events extracted as it lands."""
+    lake = landing_lake(tmp_path_factory.mktemp("demo") / "lake")
     run_demo(lake)
     return lake
 
@@ -94,6 +99,39 @@ def test_chunked_runs_give_the_same_verdicts_and_events(demo_lake, tmp_path):
         second.drop("run_id", "run_ts", "day").select(summary.verdicts.drop("run_id", "run_ts").columns))
     assert summary.by_domain_quality()["attempts"].sum() == first.height
     assert not [p for p in demo_lake.root.iterdir() if p.name.startswith(".")]
+
+
+def test_a_lake_landed_without_extraction_gives_the_same_verdicts_and_events(demo_lake, tmp_path):
+    """A run extracts whatever has no landed events itself: the same verdicts and events."""
+    plain = Lake(tmp_path / "plain")
+    run_demo(plain)
+    assert not (plain.root / "_derived").exists() and (demo_lake.root / "_derived").exists()
+    for table, key in (("results", "attempt_id"), ("events", "event_id")):
+        got = plain.scan(table).collect().sort(key).drop("run_id", "run_ts", strict=False)
+        assert got.equals(demo_lake.scan(table).collect().sort(key).drop("run_id", "run_ts", strict=False)), table
+
+
+def test_a_run_reads_the_events_landed_for_its_own_pack_only(tmp_path):
+    """With the landed events of its pack a run does not read the lines (emptied landed
+    events leave only the metric events); with another pack it extracts the lines itself."""
+    lake = landing_lake(tmp_path / "lake")
+    run_demo(lake)
+    events = lake.scan("events").collect().sort("event_id")
+    since, until = attempt_days(lake)
+    files = lake.files("observations")
+    landed = lake.derived(landing_derivation(load_rule_pack()).name, files)
+    assert len(files) > 1 and None not in landed
+    for path in landed:
+        empty_events().write_parquet(path)
+    run_attribution(lake, since, until)
+    assert lake.scan("events").filter(pl.col("source") != "metrics").collect().is_empty()
+    rules = tmp_path / "rules"
+    shutil.copytree(REPO / "rules", rules)
+    (rules / "benign.yaml").write_text((rules / "benign.yaml").read_text() + "\n# another pack\n")
+    other = load_rule_pack([rules])
+    assert other.version != load_rule_pack().version
+    run_attribution(lake, since, until, pack=other)
+    assert lake.scan("events").collect().sort("event_id").equals(events)
 
 
 def test_landing_the_samples_twice_changes_nothing(tmp_path):
