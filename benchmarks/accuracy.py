@@ -12,8 +12,7 @@ import polars as pl
 from benchmarks.incidents import INCIDENTS, score_incidents
 from benchmarks.simulate import ingest, simulate
 from engine.oneshot import attempt_days
-from engine.run import run_attribution
-from engine.extract import landing_lake
+from engine.run import landing_lake, run_attribution
 
 def score(truth: pl.DataFrame, verdicts: pl.DataFrame) -> dict:
     """Scores of ``verdicts`` against ``truth`` (both keyed by ``attempt_id``)."""

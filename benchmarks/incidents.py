@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from engine.oneshot import diagnose
-from engine.extract import landing_lake
+from engine.run import landing_lake
 
 CORPUS_DIR = Path(os.environ.get("CAUSELAKE_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
 """The shared corpus: ``$CAUSELAKE_CORPUS``, else ``shared/corpus`` beside the repository."""

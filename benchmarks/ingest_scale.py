@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmarks.perf import in_child, peak_rss_mb
 from benchmarks.simulate import ingest, simulate
-from engine.extract import landing_lake
+from engine.run import landing_lake
 
 
 def run(attempts: int, workdir: Path, seed: int = 0) -> dict:

@@ -22,7 +22,9 @@ from engine.config import EngineConfig
 from engine.extract import landing_derivation
 from engine.oneshot import attempt_days
 from engine.rules.loader import load_rule_pack
-from engine.run import attribute, compute_coverage, extract_day, observation_days, run_attribution, scope_attempts
+from engine.run import (
+    COUNTS, attribute, compute_coverage, extract_day, observation_days, run_attribution, scope_attempts,
+)
 from ingest.lake import Lake
 
 
@@ -46,8 +48,8 @@ def stage_simulate(out: Path, attempts: int, seed: int) -> tuple[SimReport, floa
 
 
 def stage_ingest(lake_root: Path, raw: Path) -> tuple[dict, float, float, float]:
-    """Land the simulated fleet, extracting each file's events as it lands: (per-cluster
-    counts, seconds, peak RSS MiB, seconds of those spent extracting)."""
+    """Land the simulated fleet as the ingest commands do (:func:`engine.run.landing_lake`):
+    (per-cluster counts, seconds, peak RSS MiB, seconds of those spent extracting events)."""
     extract = landing_derivation(load_rule_pack())
     spent = [0.0]
 
@@ -58,7 +60,7 @@ def stage_ingest(lake_root: Path, raw: Path) -> tuple[dict, float, float, float]
         return events
 
     tick = time.perf_counter()
-    counts = ingest(Lake(lake_root, [replace(extract, derive=timed)]), raw)
+    counts = ingest(Lake(lake_root, [replace(extract, derive=timed), COUNTS]), raw)
     return counts, time.perf_counter() - tick, peak_rss_mb(), spent[0]
 
 

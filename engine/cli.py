@@ -130,7 +130,7 @@ def demo(
     json_out: JsonOpt = False,
 ) -> None:
     """Land the bundled sample fleet, attribute every attempt, print the verdicts."""
-    from engine.extract import landing_lake
+    from engine.run import landing_lake
     from engine.oneshot import SAMPLES, run_demo
 
     with tempfile.TemporaryDirectory(prefix="causelake-demo-") as tmp:
@@ -247,7 +247,7 @@ def ingest_files(
     ] = None,
 ) -> None:
     """Land local log files (syslog, journald JSON, dmesg, app logs, kubectl logs)."""
-    from engine.extract import landing_lake
+    from engine.run import landing_lake
     from engine.oneshot import IngestCounts
     from ingest.files import land_log_files
 
@@ -319,7 +319,7 @@ def diagnose(
     json_out: JsonOpt = False,
 ) -> None:
     """One-shot: land the files into a temporary lake and print the verdict."""
-    from engine.extract import landing_lake
+    from engine.run import landing_lake
     from engine.oneshot import diagnose as run_diagnose
 
     with tempfile.TemporaryDirectory(prefix="causelake-diagnose-") as tmp:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import polars as pl
 
-from engine.rules.loader import OUTCOME_FIELDS, RulePack, load_rule_pack, regex_for
+from engine.rules.loader import OUTCOME_FIELDS, RulePack, regex_for
 from engine.rules.model import ExtractRule, parse_duration
 from ingest.lake import Derivation, Lake
 from ingest.schema import EVENTS
@@ -262,13 +262,6 @@ def landing_derivation(pack: RulePack) -> Derivation:
     # An event is on its line's day: the partition of the file it came from.
     return Derivation(f"events-{digest.hexdigest()[:16]}", "observations",
                       lambda rows: line_events(rows, pack).with_columns(pl.col("ts").dt.date().alias("day")))
-
-
-def landing_lake(root: str | Path, pack: RulePack | None = None) -> Lake:
-    """The lake at ``root``, opened to extract each observations file as it lands (with
-    ``pack``, default the installed pack): runs with the same pack then read the lines'
-    events instead of the lines."""
-    return Lake(root, [landing_derivation(pack or load_rule_pack())])
 
 
 def lake_events(lake: Lake, pack: RulePack, files: Sequence[Path]) -> pl.DataFrame:

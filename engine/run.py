@@ -29,13 +29,13 @@ import polars as pl
 from engine.config import EngineConfig
 from engine.correlate import apply_precedence, apply_suppress, attach_events, demote_recovered_links
 from engine.decide import decide, state_table
-from engine.extract import lake_events
+from engine.extract import lake_events, landing_derivation
 from engine.fleet import FLEET_COLUMNS, HISTORY_COLUMNS, apply_fleet_notes, fleet_notes
 from engine.metrics import metric_events
 from engine.rules.loader import RulePack, load_rule_pack
 from engine.rules.python_rules import RuleContext, run_python_rules
 from ingest.files.common import TS_DTYPE
-from ingest.lake import Lake, days_between
+from ingest.lake import Derivation, Lake, days_between
 from ingest.schema import EVENTS, RESULTS
 
 Progress = Callable[[str], None]
@@ -114,10 +114,13 @@ def observation_days(
     return days_between(first.date(), last.date())
 
 
-def extract_day(lake: Lake, pack: RulePack, day: date, clusters: list[str] | None) -> tuple[pl.DataFrame, int]:
+def extract_day(
+    lake: Lake, pack: RulePack, day: date, clusters: list[str] | None, files: list[Path] | None = None,
+) -> tuple[pl.DataFrame, int]:
     """Events of one observation day (log lines and metric samples), deduplicated; the
-    lines' events were mostly extracted when they landed (:func:`lake_events`)."""
-    files = lake.files("observations", clusters=clusters, days=[day])
+    lines' events were mostly extracted when they landed (:func:`lake_events`). ``files``:
+    the day's observations files when already listed."""
+    files = lake.files("observations", clusters=clusters, days=[day]) if files is None else files
     n_obs = lake.scan_files("observations", files).select(pl.len()).collect().item()
     events = lake_events(lake, pack, files)
     metrics = lake.scan("metrics", clusters=clusters, days=[day])
@@ -126,21 +129,58 @@ def extract_day(lake: Lake, pack: RulePack, day: date, clusters: list[str] | Non
     return pl.concat([events.select(columns), from_metrics.select(columns)]), n_obs
 
 
-def coverage_counts(observations: pl.LazyFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The two pre-aggregates coverage is computed from, in one pass over ``observations``:
-    node-level rows per ``(cluster, node, source, hour)`` (``rows``) and rows tied to an
-    attempt per ``(cluster, attempt_id, source, node)`` (``rows``). Aggregates of separate
-    days concatenate (an hour never spans two days)."""
+def _counts(observations: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
+    """The rows coverage is computed from, in one pass over ``observations``: node-level
+    rows per ``(cluster, node, source, hour)`` (``attempt_id`` null) and rows tied to an
+    attempt per ``(cluster, attempt_id, source, node)`` (``hour`` null), each per ``day``."""
+    lf = observations.lazy()
     per_hour = (
-        observations.filter(pl.col("attempt_id").is_null())
+        lf.filter(pl.col("attempt_id").is_null())
         .group_by("cluster", "node", "source", pl.col("ts").dt.truncate("1h").alias("hour"))
         .len("rows")
+        .with_columns(pl.lit(None, pl.String).alias("attempt_id"), pl.col("hour").dt.date().alias("day"))
     )
-    per_attempt = observations.filter(pl.col("attempt_id").is_not_null()).group_by(
+    per_attempt = (
+        lf.filter(pl.col("attempt_id").is_not_null())
+        .group_by("cluster", "attempt_id", "source", "node", pl.col("ts").dt.date().alias("day"))
+        .len("rows")
+        .with_columns(pl.lit(None, TS_DTYPE).alias("hour"))
+    )
+    columns = ["cluster", "node", "source", "hour", "attempt_id", "rows", "day"]
+    return pl.concat([per_hour.select(columns), per_attempt.select(columns)]).collect()
+
+
+COUNTS = Derivation("coverage-1", "observations", _counts)
+"""Coverage counts at landing: each observations file's :func:`_counts`, so that a run
+never reads the lines (bump the name's number when ``_counts`` changes)."""
+
+
+def landing_lake(root: str | Path, pack: RulePack | None = None) -> Lake:
+    """The lake at ``root``, opened to land logs as the ingest commands do: each
+    observations file's events (for ``pack``, default the installed pack) and coverage
+    counts are derived as it lands, and runs with that pack read those instead of the
+    lines (:func:`engine.extract.landing_derivation`)."""
+    return Lake(root, [landing_derivation(pack or load_rule_pack()), COUNTS])
+
+
+def coverage_counts(lake: Lake, files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The two aggregates coverage is computed from, for the observations ``files``:
+    ``(cluster, node, source, hour, rows)`` and ``(cluster, attempt_id, source, node,
+    rows)``, read from the files' landed counts where those exist. Aggregates of separate
+    days concatenate (an hour never spans two days)."""
+    derivatives = lake.derived(COUNTS.name, files)
+    parts = [pl.read_parquet([p for p in derivatives if p is not None])] if any(derivatives) else []
+    rest = [path for path, derived in zip(files, derivatives, strict=True) if derived is None]
+    if rest or not parts:
+        parts.append(_counts(lake.scan_files("observations", rest)).drop("day"))
+    counts = pl.concat(parts, how="vertical_relaxed")
+    per_hour = counts.filter(pl.col("attempt_id").is_null()).group_by("cluster", "node", "source", "hour").agg(
+        pl.col("rows").sum()
+    )
+    per_attempt = counts.filter(pl.col("attempt_id").is_not_null()).group_by(
         "cluster", "attempt_id", "source", "node"
-    ).len("rows")
-    hours, tied = pl.collect_all([per_hour, per_attempt])
-    return hours, tied
+    ).agg(pl.col("rows").sum())
+    return per_hour, per_attempt
 
 
 def compute_coverage(
@@ -150,7 +190,7 @@ def compute_coverage(
     """Per attempt: rows each source contributed to its nodes and window, and which
     expected sources are missing (node logs for each node; the attempt's own output).
     Reads the observations of ``days``; see :func:`coverage_from_counts`."""
-    per_hour, per_attempt = coverage_counts(lake.scan("observations", clusters=clusters, days=days))
+    per_hour, per_attempt = coverage_counts(lake, lake.files("observations", clusters=clusters, days=days))
     return coverage_from_counts(attempts, per_hour, per_attempt, connector_failures(lake, attempts, config), config)
 
 
@@ -399,8 +439,9 @@ class _DayEvents:
 
     def _read_day(self, day: date) -> tuple[pl.DataFrame, int, tuple[pl.DataFrame, pl.DataFrame]]:
         """One day's events, its line count and its coverage counts."""
-        events, n_obs = extract_day(self.lake, self.pack, day, self.clusters)
-        return events, n_obs, coverage_counts(self.lake.scan("observations", clusters=self.clusters, days=[day]))
+        files = self.lake.files("observations", clusters=self.clusters, days=[day])
+        events, n_obs = extract_day(self.lake, self.pack, day, self.clusters, files)
+        return events, n_obs, coverage_counts(self.lake, files)
 
     def window(self, days: list[date], keep_from: date) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
         """Events, node-hour counts and attempt counts of ``days``: every run day up to the

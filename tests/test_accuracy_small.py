@@ -7,13 +7,12 @@ import polars as pl
 from benchmarks.accuracy import score
 from benchmarks.simulate import ingest, simulate
 from engine.oneshot import attempt_days
-from engine.run import run_attribution
-from ingest.lake import Lake
+from engine.run import landing_lake, run_attribution
 
 
 def test_small_fleet_accuracy(tmp_path):
     sim = simulate(tmp_path / "fleet", 150, seed=2)
-    lake = Lake(tmp_path / "lake")
+    lake = landing_lake(tmp_path / "lake")
     ingest(lake, sim.out)
     since, until = attempt_days(lake)
     report = score(pl.read_parquet(sim.truth), run_attribution(lake, since, until).verdicts)

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from engine.cli import app
 from engine.config import EngineConfig
-from engine.extract import empty_events, landing_derivation, landing_lake
+from engine.extract import empty_events, landing_derivation
 from engine.oneshot import SAMPLES, attempt_days, land_manifest, run_demo
 from engine.rules.loader import load_rule_pack
-from engine.run import run_attribution
+from engine.run import COUNTS, landing_lake, run_attribution
 from ingest.lake import Lake
 
 REPO = Path(__file__).resolve().parents[1]
@@ -120,7 +120,7 @@ def test_a_run_reads_the_events_landed_for_its_own_pack_only(tmp_path):
     since, until = attempt_days(lake)
     files = lake.files("observations")
     landed = lake.derived(landing_derivation(load_rule_pack()).name, files)
-    assert len(files) > 1 and None not in landed
+    assert len(files) > 1 and None not in landed and None not in lake.derived(COUNTS.name, files)
     for path in landed:
         empty_events().write_parquet(path)
     run_attribution(lake, since, until)
