@@ -382,15 +382,24 @@ def attribute(
     This is the pure core of a run: no lake access, so tests and ``explain``-style one-off
     attribution call it directly.
     """
+    correlated = correlate(attempts, events, pack, config, history)
+    return decide(attempts, correlated, coverage, pack.state, config), correlated
+
+
+def correlate(
+    attempts: pl.DataFrame, events: pl.DataFrame, pack: RulePack, config: EngineConfig,
+    history: pl.LazyFrame | None = None,
+) -> pl.DataFrame:
+    """The correlated events of ``attempts``: each event attached to the attempts it can
+    explain (plus the scheduler's record of each), then re-labelled by the pack's suppress,
+    precedence and python rules (``history``: past events for those)."""
     scheduler = state_events(attempts, pack).select(events.columns).cast(events.schema)
     correlated = attach_events(attempts, pl.concat([events, scheduler]), config)
     correlated = apply_suppress(correlated, pack.suppress)
     correlated = apply_precedence(correlated, pack.precedence)
     correlated = demote_recovered_links(correlated)
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())
-    correlated = run_python_rules(correlated, pack.python, context)
-    verdicts = decide(attempts, correlated, coverage, pack.state, config)
-    return verdicts, correlated
+    return run_python_rules(correlated, pack.python, context)
 
 
 def plan_chunks(attempts: pl.DataFrame, since: date, until: date, config: EngineConfig) -> list[tuple[date, date]]:
@@ -420,9 +429,14 @@ later chunks (their ``history``)."""
 
 @dataclass
 class _DayEvents:
-    """The observation days of a run: each extracted once, its events written to
-    ``events/`` at once, and its events and coverage counts kept only while a chunk still
-    to come reads that day."""
+    """The observation days of a run: each read once (its events and coverage counts,
+    :meth:`read`), its events written to ``events/`` at once and kept only while a chunk
+    still to come reads that day (:meth:`window`).
+
+    :meth:`read` only reads the lake, so the next chunk's days can be read while the
+    current chunk is attributed; :meth:`window` writes, on the run's own thread, so the
+    events table changes in the same order whatever the timing.
+    """
 
     lake: Lake
     pack: RulePack
@@ -443,31 +457,34 @@ class _DayEvents:
         events, n_obs = extract_day(self.lake, self.pack, day, self.clusters, files)
         return events, n_obs, coverage_counts(self.lake, files)
 
-    def window(self, days: list[date], keep_from: date) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-        """Events, node-hour counts and attempt counts of ``days``: every run day up to the
-        last of them is read first (each day once, :data:`READ_THREADS` at a time, written
-        in day order); days before ``keep_from`` are not kept."""
+    def read(self, days: list[date]) -> list[tuple[date, tuple]]:
+        """Read every run day not read yet up to the last of ``days`` (:data:`READ_THREADS`
+        at a time), in day order."""
         todo = []
         while self.next_day < len(self.days) and self.days[self.next_day] <= days[-1]:
             todo.append(self.days[self.next_day])
             self.next_day += 1
         tick = time.perf_counter()
-        written = 0.0
         with ThreadPoolExecutor(READ_THREADS) as pool:
-            for day, (events, n_obs, counts) in zip(todo, pool.map(self._read_day, todo), strict=True):
-                self.observations += n_obs
-                self.events += events.height
-                self.say(f"extracted {events.height} events from {n_obs} lines of {day}")
-                started = time.perf_counter()
-                by_cluster = events.partition_by("cluster", as_dict=True)
-                for cluster in sorted({c for (c,) in by_cluster} | set(self.run_clusters)):
-                    part = by_cluster.get((cluster,), events.head(0)).drop("cluster")
-                    self.lake.replace_partitions("events", part, cluster=cluster, days=[day])
-                written += time.perf_counter() - started
-                if day >= keep_from:
-                    self.cache[day] = (events, *counts)
-        self.write_s += written
-        self.read_s += time.perf_counter() - tick - written
+            read = list(zip(todo, pool.map(self._read_day, todo), strict=True))
+        self.read_s += time.perf_counter() - tick
+        return read
+
+    def window(self, read: list[tuple[date, tuple]], days: list[date], keep_from: date) -> tuple[pl.DataFrame, ...]:
+        """Write the events of the days just ``read``, then return the events, node-hour
+        counts and attempt counts of ``days``; days before ``keep_from`` are not kept."""
+        tick = time.perf_counter()
+        for day, (events, n_obs, counts) in read:
+            self.observations += n_obs
+            self.events += events.height
+            self.say(f"extracted {events.height} events from {n_obs} lines of {day}")
+            by_cluster = events.partition_by("cluster", as_dict=True)
+            for cluster in sorted({c for (c,) in by_cluster} | set(self.run_clusters)):
+                part = by_cluster.get((cluster,), events.head(0)).drop("cluster")
+                self.lake.replace_partitions("events", part, cluster=cluster, days=[day])
+            if day >= keep_from:
+                self.cache[day] = (events, *counts)
+        self.write_s += time.perf_counter() - tick
         for day in [d for d in self.cache if d < keep_from]:
             del self.cache[day]
         parts = [self.cache[d] for d in days if d in self.cache]
@@ -545,15 +562,24 @@ def run_attribution(
     say(f"{sum(p.height for p in scoped)} attempts ended between {since} and {until}, in {len(chunks)} chunk(s)")
 
     lake.root.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=f".{run_id}-", dir=lake.root) as scratch:
+    # Two helper threads keep both cores busy where one chunk's work is mostly single-core
+    # Polars: one reads the next chunk's days ahead, one computes coverage while the main
+    # thread correlates. Only the main thread writes to the lake.
+    with (tempfile.TemporaryDirectory(prefix=f".{run_id}-", dir=lake.root) as scratch,
+          ThreadPoolExecutor(1) as ahead, ThreadPoolExecutor(1) as side):
         slim, located, staged = [], pl.DataFrame(), []
+        pending = ahead.submit(day_events.read, windows[0])
         for k, part in enumerate(scoped):
-            events, per_hour, per_attempt = day_events.window(windows[k], keep_from[k])
+            read = pending.result()
+            if k + 1 < len(scoped):
+                pending = ahead.submit(day_events.read, windows[k + 1])
+            events, per_hour, per_attempt = day_events.window(read, windows[k], keep_from[k])
             tick = time.perf_counter()
             failures = connector_failures(lake, part, config, failing)
-            coverage = coverage_from_counts(part, per_hour, per_attempt, failures, config)
+            coverage = side.submit(coverage_from_counts, part, per_hour, per_attempt, failures, config)
             history = pl.concat([lake.scan("events").drop("day"), located.lazy()], how="diagonal_relaxed")
-            verdicts, correlated = attribute(part, events, coverage, pack, config, history=history)
+            correlated = correlate(part, events, pack, config, history=history)
+            verdicts = decide(part, correlated, coverage.result(), pack.state, config)
             del events
             located = pl.concat([located, correlated.filter(
                 pl.col("attempt_id").is_not_null() & (pl.col("gpu").is_not_null() | pl.col("port").is_not_null())
