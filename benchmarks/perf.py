@@ -19,11 +19,11 @@ import polars as pl
 
 from benchmarks.simulate import SimReport, ingest, simulate
 from engine.config import EngineConfig
-from engine.extract import landing_derivation
 from engine.oneshot import attempt_days
 from engine.rules.loader import load_rule_pack
 from engine.run import (
-    COUNTS, attribute, compute_coverage, extract_day, observation_days, run_attribution, scope_attempts,
+    attribute, compute_coverage, extract_day, landing_derivations, observation_days, run_attribution,
+    scope_attempts,
 )
 from ingest.lake import Lake
 
@@ -50,7 +50,7 @@ def stage_simulate(out: Path, attempts: int, seed: int) -> tuple[SimReport, floa
 def stage_ingest(lake_root: Path, raw: Path) -> tuple[dict, float, float, float]:
     """Land the simulated fleet as the ingest commands do (:func:`engine.run.landing_lake`):
     (per-cluster counts, seconds, peak RSS MiB, seconds of those spent extracting events)."""
-    extract = landing_derivation(load_rule_pack())
+    extract, *others = landing_derivations()
     spent = [0.0]
 
     def timed(rows: pl.DataFrame) -> pl.DataFrame:
@@ -60,7 +60,7 @@ def stage_ingest(lake_root: Path, raw: Path) -> tuple[dict, float, float, float]
         return events
 
     tick = time.perf_counter()
-    counts = ingest(Lake(lake_root, [replace(extract, derive=timed), COUNTS]), raw)
+    counts = ingest(Lake(lake_root, [replace(extract, derive=timed), *others]), raw)
     return counts, time.perf_counter() - tick, peak_rss_mb(), spent[0]
 
 

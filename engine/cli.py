@@ -130,8 +130,8 @@ def demo(
     json_out: JsonOpt = False,
 ) -> None:
     """Land the bundled sample fleet, attribute every attempt, print the verdicts."""
-    from engine.run import landing_lake
     from engine.oneshot import SAMPLES, run_demo
+    from engine.run import landing_lake
 
     with tempfile.TemporaryDirectory(prefix="causelake-demo-") as tmp:
         target = landing_lake(lake or tmp)
@@ -166,12 +166,11 @@ def ingest_nightly(
     if config is None or day is None:
         err.print(ctx.get_help())
         raise ValueError("give --config lake.yaml --day YYYY-MM-DD, or a subcommand")
-    from engine.extract import landing_derivation
-    from engine.rules.loader import load_rule_pack
+    from engine.run import landing_derivations
     from ingest.config import ingest_from_config
 
-    extract = landing_derivation(load_rule_pack())
-    if not _print_connector_reports(ingest_from_config(config, _parse_day(day, "--day"), derivations=[extract])):
+    reports = ingest_from_config(config, _parse_day(day, "--day"), derivations=landing_derivations())
+    if not _print_connector_reports(reports):
         raise typer.Exit(1)
 
 
@@ -247,8 +246,8 @@ def ingest_files(
     ] = None,
 ) -> None:
     """Land local log files (syslog, journald JSON, dmesg, app logs, kubectl logs)."""
-    from engine.run import landing_lake
     from engine.oneshot import IngestCounts
+    from engine.run import landing_lake
     from ingest.files import land_log_files
 
     counts = IngestCounts()
@@ -319,8 +318,8 @@ def diagnose(
     json_out: JsonOpt = False,
 ) -> None:
     """One-shot: land the files into a temporary lake and print the verdict."""
-    from engine.run import landing_lake
     from engine.oneshot import diagnose as run_diagnose
+    from engine.run import landing_lake
 
     with tempfile.TemporaryDirectory(prefix="causelake-diagnose-") as tmp:
         counts, summary = run_diagnose(landing_lake(tmp), paths, context=context, source=source,

@@ -155,12 +155,18 @@ COUNTS = Derivation("coverage-1", "observations", _counts)
 never reads the lines (bump the name's number when ``_counts`` changes)."""
 
 
+def landing_derivations(pack: RulePack | None = None) -> list[Derivation]:
+    """What the ingest commands derive from each observations file as it lands: its events
+    for ``pack`` (default the installed pack; :func:`engine.extract.landing_derivation`)
+    and its coverage counts (:data:`COUNTS`). Runs with that pack read those instead of
+    the lines."""
+    return [landing_derivation(pack or load_rule_pack()), COUNTS]
+
+
 def landing_lake(root: str | Path, pack: RulePack | None = None) -> Lake:
-    """The lake at ``root``, opened to land logs as the ingest commands do: each
-    observations file's events (for ``pack``, default the installed pack) and coverage
-    counts are derived as it lands, and runs with that pack read those instead of the
-    lines (:func:`engine.extract.landing_derivation`)."""
-    return Lake(root, [landing_derivation(pack or load_rule_pack()), COUNTS])
+    """The lake at ``root``, opened to land logs as the ingest commands do
+    (:func:`landing_derivations`)."""
+    return Lake(root, landing_derivations(pack))
 
 
 def coverage_counts(lake: Lake, files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame]:

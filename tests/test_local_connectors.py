@@ -11,6 +11,7 @@ from engine.cli import app
 from engine.extract import landing_derivation
 from engine.oneshot import SAMPLES
 from engine.rules.loader import load_rule_pack
+from engine.run import COUNTS
 from ingest.config import ingest_from_config
 from ingest.files import land_log_files
 from ingest.lake import Lake
@@ -84,7 +85,7 @@ clusters:
     direct = CliRunner().invoke(app, ["ingest", "files", str(SAMPLES / "nodes" / "gpu003" / "syslog"),
                                       "--lake", str(tmp_path / "direct"), "--cluster", "demo", "--node", "gpu003"])
     assert nightly.exit_code == 0 and direct.exit_code == 0, nightly.output + direct.output
-    name = landing_derivation(load_rule_pack()).name
     for lake in (Lake(tmp_path / "nightly"), Lake(tmp_path / "direct")):
         files = lake.files("observations")
-        assert files and None not in lake.derived(name, files)
+        for name in (landing_derivation(load_rule_pack()).name, COUNTS.name):
+            assert files and None not in lake.derived(name, files), name
