@@ -244,6 +244,9 @@ def ingest_files(
     boot_time: Annotated[
         datetime | None, typer.Option("--boot-time", help="Boot time for dmesg monotonic stamps (UTC).")
     ] = None,
+    timezone: Annotated[str, typer.Option(
+        "--timezone", help="IANA zone of stamps without one (RFC 3164, glog, dmesg -T), e.g. America/Chicago.",
+    )] = "UTC",
 ) -> None:
     """Land local log files (syslog, journald JSON, dmesg, app logs, kubectl logs)."""
     from engine.oneshot import IngestCounts
@@ -252,7 +255,8 @@ def ingest_files(
 
     counts = IngestCounts()
     counts.add_files(land_log_files(landing_lake(lake), paths, cluster=cluster, source=source, node=node,
-                                    node_pattern=node_pattern, attempt_id=attempt, year=year, boot_time=boot_time))
+                                    node_pattern=node_pattern, attempt_id=attempt, year=year, boot_time=boot_time,
+                                    timezone=timezone))
     _print_ingest(counts)
 
 

@@ -63,6 +63,35 @@ def test_slurm_output_is_tied_to_its_attempt_with_ranks_on_nodes(tmp_path):
     assert obs["node"].to_list() == [None, "gpu-a", "gpu-b", "kp-ddp-worker-0", "gpu-b", None, None]
 
 
+@pytest.mark.parametrize(("year", "landed_year"), [(2025, 2026), (2027, 2026), (None, 2026)])
+def test_a_job_output_dated_in_the_wrong_year_moves_to_its_jobs_year(tmp_path, year, landed_year):
+    """glog stamps have no year: a copied output (mtime today) or a wrong --year puts them
+    whole years away from the job the file is named after; they move to the job's year."""
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [{
+        "attempt_id": "slurm/c1/4242/0", "job_id": "4242", "attempt_index": 0,
+        "start_ts": ts(2026, 12, 6, 18, 0), "end_ts": ts(2026, 12, 6, 19, 0),
+        "nodes": ["gpu-a", "gpu-b"], "n_nodes": 2, "ranks_per_node": 4,
+    }])
+    copied = shutil.copy(FIXTURES / "slurm-4242.out", tmp_path / "slurm-4242.out")  # mtime: now
+    land_log_files(lake, [copied], cluster=CLUSTER, year=year)
+    stamped = observations(lake).filter(pl.col("ts_source") == "line")
+    assert stamped.height and {t.year for t in stamped["ts"]} == {landed_year}
+    assert {(t.month, t.day, t.hour) for t in stamped["ts"]} == {(12, 6, 18)}
+
+
+def test_a_job_output_weeks_away_from_its_job_keeps_its_stamps(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [{
+        "attempt_id": "slurm/c1/4242/0", "job_id": "4242", "attempt_index": 0,
+        "start_ts": ts(2026, 11, 1, 18, 0), "end_ts": ts(2026, 11, 1, 19, 0),
+        "nodes": ["gpu-a", "gpu-b"], "n_nodes": 2, "ranks_per_node": 4,
+    }])
+    land_log_files(lake, [FIXTURES / "slurm-4242.out"], cluster=CLUSTER, year=2026)
+    stamped = observations(lake).filter(pl.col("ts_source") == "line")
+    assert {(t.year, t.month, t.day) for t in stamped["ts"]} == {(2026, 12, 6)}
+
+
 def test_requeued_job_picks_the_attempt_holding_the_lines_else_the_last(tmp_path):
     lake = Lake(tmp_path / "lake")
     land_attempts(lake, [

@@ -116,6 +116,8 @@ def test_syslog_rfc3164_iso_and_rfc5424(tmp_path):
         '[exampleSDID@32473 iut="3" eventSource="Application" eventID="1011"] An application event log entry...',
         "    wrapped continuation of the event entry",
         "this line is garbage",
+        # A relay that writes addresses instead of names.
+        f"2026-11-30T15:32:39.5+01:00 10.0.0.5 kernel: {MLX5_LINK[0]}",
     ]
     parsed = read_log_file(write(tmp_path / "messages", lines), year=2025)
     assert parsed.source == "syslog"
@@ -129,11 +131,13 @@ def test_syslog_rfc3164_iso_and_rfc5424(tmp_path):
     iso = obs.filter(pl.col("node") == "gpu-7").row(0, named=True)
     assert iso["ts"] == datetime(2026, 11, 30, 14, 32, 38, 123456, tzinfo=UTC)
     assert iso["message"] == MLX5_LINK[0]
-    rfc5424 = obs.filter(pl.col("node") == "mymachine.example.com").row(0, named=True)
+    # Fully qualified host names become the short names schedulers use; addresses stay.
+    rfc5424 = obs.filter(pl.col("node") == "mymachine").row(0, named=True)
     assert rfc5424["program"] == "evntslog"
     assert rfc5424["message"] == "An application event log entry..."
     wrapped = obs.filter(pl.col("seq") == 6).row(0, named=True)
-    assert (wrapped["ts_source"], wrapped["ts"], wrapped["node"]) == ("inferred", rfc5424["ts"], "mymachine.example.com")
+    assert (wrapped["ts_source"], wrapped["ts"], wrapped["node"]) == ("inferred", rfc5424["ts"], "mymachine")
+    assert obs.filter(pl.col("seq") == 8)["node"].to_list() == ["10.0.0.5"]
     assert parsed.rejects["raw"].to_list() == ["this line is garbage"]
     assert "no syslog header" in parsed.rejects["reason"][0]
 
@@ -312,7 +316,32 @@ def test_detection_per_format(tmp_path):
         assert detect_source(frame) == expected
 
 
+def test_stamps_without_a_zone_are_read_in_the_given_zone(tmp_path):
+    """Nodes that log local time: RFC 3164, ``dmesg -T``, glog and offset-less ISO stamps
+    are wall time in ``timezone``; stamps with an offset keep it."""
+    syslog = write(tmp_path / "syslog", [
+        f"Aug 15 10:40:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+        f"Dec 15 10:40:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+        # The hour the clocks go back repeats: the earlier instant (CDT).
+        f"Nov  1 01:30:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+        f"2025-08-15T10:40:00.5+02:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+    ])
+    parsed = read_log_file(syslog, year=2026, timezone="America/Chicago")
+    assert parsed.observations["ts"].to_list() == [
+        datetime(2026, 8, 15, 15, 40, tzinfo=UTC), datetime(2026, 12, 15, 16, 40, tzinfo=UTC),
+        datetime(2026, 11, 1, 6, 30, tzinfo=UTC), datetime(2025, 8, 15, 8, 40, 0, 500000, tzinfo=UTC),
+    ]
+    dmesg = write(tmp_path / "dmesg", [f"[Sat Aug 15 10:40:00 2026] {FALLEN_OFF[0]}"])
+    assert read_log_file(dmesg, source="kmsg", timezone="Europe/Paris").observations["ts"].to_list() == [
+        datetime(2026, 8, 15, 8, 40, tzinfo=UTC)]
+    app = write(tmp_path / "train.log", ["2026-08-15 10:40:00,123 - INFO - step 1", "E0815 10:40:01.000000 1 x.cc:1] boom"])
+    assert read_log_file(app, source="app", year=2026, timezone="Asia/Tokyo").observations["ts"].to_list() == [
+        datetime(2026, 8, 15, 1, 40, 0, 123000, tzinfo=UTC), datetime(2026, 8, 15, 1, 40, 1, tzinfo=UTC)]
+
+
 def test_bad_inputs_raise_clear_errors(tmp_path):
+    with pytest.raises(FilesError, match=r"unknown time zone 'Mars/Olympus'"):
+        read_log_file(FIXTURES / "dmesg-gpu.txt", timezone="Mars/Olympus")
     with pytest.raises(FilesError, match=r"did you mean 'syslog'\? Valid sources: app, journald"):
         read_log_file(FIXTURES / "dmesg-gpu.txt", source="sylog")
     with pytest.raises(FilesError, match=r"nope\.log: no such file; check the path"):

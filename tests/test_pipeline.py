@@ -220,6 +220,7 @@ def test_extract_json_gives_one_event_per_matching_line(tmp_path):
 @pytest.mark.parametrize(("args", "message"), [
     (["ingest", "files", "missing.log", "--cluster", "c"], "no such file"),
     (["ingest", "files", "{log}", "--cluster", "c", "--source", "sylog"], "did you mean"),
+    (["ingest", "files", "{log}", "--cluster", "c", "--timezone", "CST6"], "unknown time zone 'CST6'"),
     (["ingest", "static", "missing.yaml"], "missing.yaml"),
     (["run", "--day", "2026-13-01"], "is not a day"),
     (["explain", "nope"], "no verdict for 'nope'"),

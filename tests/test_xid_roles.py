@@ -35,17 +35,18 @@ def _event(attempt: str, event: str, *, gpu: str = GPU, minutes: float = 0, deta
         "action": "fix_workload" if workload else "check_nvlink",
         "params": json.dumps({"detail": detail}), "message": "NVRM: Xid ...", "origin": "dmesg:1",
         "ts_source": "line", "cluster": "c1", "job_id": attempt.split("/")[2],
+        "start_ts": T0 - timedelta(hours=3),
     }
 
 
 def _frame(rows: list[dict]) -> pl.DataFrame:
     schema = pl.Schema(pl.from_arrow(EVENTS.empty_table()).schema)
-    schema.update({"cluster": pl.String, "job_id": pl.String})
+    schema.update({"cluster": pl.String, "job_id": pl.String, "start_ts": pl.Datetime("us", "UTC")})
     return pl.DataFrame(rows, schema=schema)
 
 
 def _context(history: list[dict] | None = None) -> RuleContext:
-    frame = _frame(history).drop("job_id") if history else pl.DataFrame()
+    frame = _frame(history).drop("job_id", "start_ts") if history else pl.DataFrame()
     return RuleContext(attempts=pl.DataFrame(), history=frame.lazy())
 
 
@@ -104,3 +105,14 @@ def test_nonfatal_nvlink5_xid_is_context_and_fatal_stays_root(apply):
     out = apply(events, _context())
     assert out["role"].to_list() == ["context", "root_candidate"]
     assert out["cause"].to_list() == ["nvlink.link_error"] * 2
+
+
+def test_an_xid_13_from_before_the_attempt_started_is_context(apply):
+    """Another job's XID 13 in the lookback before this attempt started is not its root;
+    its own, after the start, still is."""
+    before, after = (_event("slurm/c1/600/0", "xid_13_graphics_exception", minutes=m) for m in (-15, 5))
+    for row in (before, after):
+        row["start_ts"] = T0
+    out = apply(_frame([before, after]), _context())
+    assert out["role"].to_list() == ["context", "root_candidate"]
+    assert out["cause"].to_list() == ["workload.gpu_illegal_address"] * 2

@@ -17,7 +17,7 @@ from pydantic import Field
 
 from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
 from ingest.files import FilesError
-from ingest.files.common import ParseContext
+from ingest.files.common import ParseContext, check_timezone
 from ingest.files.detect import check_source
 from ingest.files.land import check_node_pattern, known_attempts, lake_slices, resolved_files, tied_batches
 from ingest.files.read import as_utc
@@ -34,6 +34,7 @@ class FilesOptions(ConnectorOptions):
     attempt_id: str | None = None
     year: int | None = None
     boot_time: datetime | None = None
+    timezone: str = "UTC"
 
 
 class FilesConnector(Connector):
@@ -53,11 +54,12 @@ class FilesConnector(Connector):
                 check_source(opts.source)
             files = resolved_files(opts.paths)
             check_node_pattern(files, opts.node, opts.node_pattern)
+            check_timezone(opts.timezone)
         except FilesError as exc:
             raise ConnectorError(f"files: {exc}") from None
         attempts = known_attempts(self.lake, self.cluster)
         ctx = ParseContext(year=opts.year, boot_time=as_utc(opts.boot_time), default_node=opts.node,
-                           ingest_time=datetime.now(UTC), node_pattern=opts.node_pattern)
+                           ingest_time=datetime.now(UTC), node_pattern=opts.node_pattern, timezone=opts.timezone)
         for parsed, obs in tied_batches(files, ctx, opts.source, attempts, opts.attempt_id):
             for table, source, rows, input_ids in lake_slices(parsed, obs):
                 yield Batch(table=table, rows=rows, cluster=self.cluster, source=source,

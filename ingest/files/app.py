@@ -51,7 +51,7 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_glog_ts"))
     # A column, not an expression: the reason reads it too, and would parse every stamp again.
-    frame = frame.with_columns(pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso"))).alias("ts"))
+    frame = frame.with_columns(pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso"), ctx.timezone)).alias("ts"))
     ts = pl.col("ts")
     message = pl.col("_message")
     has_stamp = pl.col("gmon").is_not_null() | pl.col("iso").is_not_null()

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import polars as pl
 
@@ -66,7 +67,8 @@ class ParseContext:
     takes that node from each file's path, as the first group of the regex. ``end_at_ingest``
     lets a kernel log without any boot time be placed as if its last line was written at
     ``ingest_time`` (one-shot diagnosis of a pasted ``dmesg``: the order is exact, the wall
-    time a guess).
+    time a guess). ``timezone`` (an IANA name) is the zone of stamps that carry none
+    (RFC 3164, glog, ``dmesg -T``, ISO-8601 without an offset).
     """
 
     year: int | None
@@ -75,6 +77,7 @@ class ParseContext:
     ingest_time: datetime
     end_at_ingest: bool = False
     node_pattern: str | None = None
+    timezone: str = "UTC"
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,31 @@ class FileBatch:
 
     lines: pl.DataFrame
     files: pl.DataFrame
+
+
+def short_host(host: pl.Expr) -> pl.Expr:
+    """A host name as schedulers name nodes: ``gpu-fq03.cluster.internal`` → ``gpu-fq03``.
+
+    A central rsyslog server (or ``$PreserveFQDN on``) writes the fully qualified name,
+    while Slurm's NodeName is the short one (``hostname -s``): without this, no kernel
+    line of such a log would attach to a job. Addresses (``10.0.0.5``) stay whole.
+    """
+    return host.str.replace(r"^([A-Za-z][A-Za-z0-9_-]*)\..*$", "$1")
+
+
+def local_stamps(text: pl.Expr, fmt: str, timezone: str) -> pl.Expr:
+    """Stamps without a zone (``text`` in ``fmt``) read as wall time in ``timezone``, in
+    UTC. At the autumn change an hour repeats: its stamps take the earlier instant."""
+    stamps = text.str.to_datetime(fmt, time_unit="us", time_zone=timezone, strict=False, ambiguous="earliest")
+    return stamps if timezone == "UTC" else stamps.dt.convert_time_zone("UTC")
+
+
+def check_timezone(timezone: str) -> None:
+    """Raise :class:`FilesError` naming ``timezone`` unless it is an IANA zone name."""
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise FilesError(f"unknown time zone {timezone!r}: give an IANA name such as America/Chicago or UTC") from None
 
 
 def read_bytes(path: str | Path) -> tuple[bytes, int]:
@@ -194,9 +222,7 @@ def stamps_without_year(
         text = pl.concat_str(
             [years.cast(pl.String), pl.col("_m").cast(pl.String).str.zfill(2), pl.col("_rest")], separator="-"
         )
-        return text.str.to_datetime(
-            "%Y-%m-%d %H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False
-        )
+        return local_stamps(text, "%Y-%m-%d %H:%M:%S%.f", ctx.timezone)
 
     if ctx.year is not None:
         stamps = work.select(build(pl.col("_wrap") + ctx.year).alias("ts")).to_series()
@@ -214,9 +240,9 @@ def stamps_without_year(
     return nulls.scatter(work["_row"], stamps)
 
 
-def parse_iso(text: pl.Expr) -> pl.Expr:
+def parse_iso(text: pl.Expr, timezone: str = "UTC") -> pl.Expr:
     """ISO-8601 / RFC 3339 stamps (``T`` or space, ``.`` or ``,`` fraction, optional
-    ``Z``/offset) to UTC. Stamps without an offset are taken as UTC."""
+    ``Z``/offset) to UTC. Stamps without an offset are wall time in ``timezone``."""
     norm = text.str.replace(",", ".", literal=True).str.replace("T", " ", literal=True)
     with_zone = norm.str.replace(r"Z$", "+00:00").str.to_datetime(
         "%Y-%m-%d %H:%M:%S%.f%#z", time_unit="us", strict=False
@@ -224,9 +250,7 @@ def parse_iso(text: pl.Expr) -> pl.Expr:
     # A stamp ending in a zone cannot parse without one: skipping those spares a failed parse
     # of every stamp of a zoned format (RFC 3339 syslog, kubectl).
     zoned = norm.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$")
-    naive = pl.when(~zoned).then(norm).str.to_datetime(
-        "%Y-%m-%d %H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False
-    )
+    naive = local_stamps(pl.when(~zoned).then(norm), "%Y-%m-%d %H:%M:%S%.f", timezone)
     return pl.coalesce(with_zone.dt.convert_time_zone("UTC"), naive)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ingest.files.common import TS_DTYPE, ParseContext
+from ingest.files.common import TS_DTYPE, ParseContext, short_host
 
 BYTE_ARRAY_MESSAGE = r'"MESSAGE"\s*:\s*\['
 
@@ -45,7 +45,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     frame = lines.with_columns(
         pl.when(is_object).then(field("__REALTIME_TIMESTAMP")).alias("_rt"),
         pl.when(is_object).then(field("MESSAGE")).alias("_msg"),
-        pl.when(is_object).then(field("_HOSTNAME")).alias("node"),
+        pl.when(is_object).then(short_host(field("_HOSTNAME"))).alias("node"),
         pl.when(is_object).then(pl.coalesce(field("SYSLOG_IDENTIFIER"), field("_COMM"))).alias("program"),
         line.str.contains(BYTE_ARRAY_MESSAGE).alias("_bytes"),
     )

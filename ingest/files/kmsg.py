@@ -17,7 +17,7 @@ from __future__ import annotations
 import polars as pl
 
 from ingest.files.common import (
-    TS_DTYPE, ParseContext, bsd_stamp_parts, parse_iso, peel, stamps_without_year,
+    TS_DTYPE, ParseContext, bsd_stamp_parts, local_stamps, parse_iso, peel, stamps_without_year,
 )
 
 KMSG = (
@@ -76,10 +76,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     frame = frame.with_columns(boot.alias("_boot"), guessed.alias("_guessed"))
     monotonic = pl.col("_boot") + pl.duration(microseconds=mono)
     wall = pl.coalesce(
-        pl.col("ctime").str.to_datetime(
-            "%a %b %e %H:%M:%S %Y", time_unit="us", time_zone="UTC", strict=False
-        ),
-        parse_iso(pl.col("iso")),
+        local_stamps(pl.col("ctime"), "%a %b %e %H:%M:%S %Y", ctx.timezone),
+        parse_iso(pl.col("iso"), ctx.timezone),
         pl.col("_sys_ts"),
     )
     has_mono = pl.col("_mono_us").is_not_null()

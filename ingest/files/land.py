@@ -15,12 +15,14 @@ import re
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
 
-from ingest.files.common import TS_DTYPE, FileBatch, FilesError, ParseContext, lines_of, read_bytes
+from ingest.files.common import (
+    TS_DTYPE, FileBatch, FilesError, ParseContext, check_timezone, lines_of, read_bytes,
+)
 from ingest.files.detect import check_source
 from ingest.files.read import ParsedBatch, as_utc, parse_batch
 from ingest.lake import Lake
@@ -187,6 +189,8 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     """Set each line's ``attempt_id``, map ranks to nodes, date stampless files — for every
     file of a batch at once (``cands`` from :func:`candidate_attempts`).
 
+    A file whose stamps sit whole years away from its attempts (a year-less format dated
+    by a copied file's mtime) is moved to its attempts' year first (:func:`_year_from_attempts`).
     With several attempts (a requeued job), a line belongs to the last attempt that had
     started by its time (lines before the first start go to the first attempt; a file with
     no stamp at all goes to the last attempt, and its lines take that attempt's start
@@ -209,9 +213,10 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     per_file = cands.group_by("file").agg(
         pl.col("attempt_id").sort_by("_k").first().alias("_first"),
         pl.col("start_ts").sort_by("_k").first().alias("_first_start"),
+        pl.col("end_ts").max().alias("_last_end"),
         ((pl.len() > 1) & pl.col("start_ts").is_not_null().all()).alias("_split"),
     )
-    tied = tied.join(per_file, on="file", how="left", maintain_order="left")
+    tied = _year_from_attempts(tied.join(per_file, on="file", how="left", maintain_order="left"))
     dated = (pl.col("ts_source") == "ingest") & pl.col("_first_start").is_not_null()
     tied = tied.with_columns(
         pl.when(dated).then(pl.col("_first_start")).otherwise(pl.col("ts")).cast(TS_DTYPE).alias("ts"),
@@ -250,6 +255,31 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
         .select("ts", "ts_source", "attempt_id", pl.coalesce("node", "_node").alias("node"))
     )
     return obs.with_columns(tied.get_columns())
+
+
+YEAR_SLACK = timedelta(days=1)
+"""How far a job output's first stamp may lie outside its attempts' run once its year is
+corrected (:func:`_year_from_attempts`)."""
+
+
+def _year_from_attempts(tied: pl.DataFrame) -> pl.DataFrame:
+    """Correct the year of a tied file whose stamps landed whole years away from its job.
+
+    glog-style stamps (``W0210 08:01:48.551000``) carry no year, which then comes from the
+    file's mtime: a job output copied without keeping its times lands a year late. When a
+    file's first own stamp moved by a whole number of years falls within its attempts' run
+    (give or take :data:`YEAR_SLACK`), every stamp of the file moves by those years.
+    """
+    stamped = pl.col("ts_source") == "line"
+    first = pl.col("ts").filter(stamped).min().over("file")
+    years = ((pl.col("_first_start") - first).dt.total_days() / 365.2425).round().cast(pl.Int64)
+    moved = first.dt.offset_by(pl.concat_str([years.cast(pl.String), pl.lit("y")]))
+    fits = (
+        (years != 0) & (moved >= pl.col("_first_start") - YEAR_SLACK)
+        & (moved <= pl.coalesce("_last_end", "_first_start") + YEAR_SLACK)
+    ).fill_null(False)
+    shifted = pl.col("ts").dt.offset_by(pl.concat_str([years.cast(pl.String), pl.lit("y")]))
+    return tied.with_columns(pl.when(fits).then(shifted).otherwise(pl.col("ts")).alias("ts"))
 
 
 def lake_slices(parsed: ParsedBatch, obs: pl.DataFrame) -> Iterator[tuple[str, str | None, pl.DataFrame, pl.Series]]:
@@ -321,6 +351,7 @@ def land_log_files(
     boot_time: datetime | None = None,
     end_at_ingest: bool = False,
     node_pattern: str | None = None,
+    timezone: str = "UTC",
 ) -> FilesReport:
     """Parse and land log files (or folders of them) into ``observations`` and ``rejects``.
 
@@ -331,13 +362,14 @@ def land_log_files(
     whose first group finds it in each file's path (``/dmesg/([^/]+)[.]log$``: one call
     lands every node's kernel log); ``attempt_id`` ties every
     file to that attempt (default: Slurm output names are looked up in the lake's
-    attempts); ``year``, ``boot_time`` and ``end_at_ingest`` see
+    attempts); ``year``, ``boot_time``, ``end_at_ingest`` and ``timezone`` see
     :func:`ingest.files.read.read_log_file`. Returns per-file counts, in path order.
     """
     if source is not None:
         check_source(source)
     files = resolved_files(paths)
     check_node_pattern(files, node, node_pattern)
+    check_timezone(timezone)
     # Only Slurm output names and --attempt-id tie files to attempts: node logs (most
     # landing calls) skip reading the attempts table.
     if attempt_id is not None or any(SLURM_NAME.search(f) for f in files):
@@ -346,7 +378,8 @@ def land_log_files(
         attempts = pl.from_arrow(ATTEMPTS.empty_table()).select(ATTEMPT_FIELDS + ["job_id", "attempt_index"])
     ctx = ParseContext(
         year=year, boot_time=as_utc(boot_time), default_node=node,
-        ingest_time=datetime.now(timezone.utc), end_at_ingest=end_at_ingest, node_pattern=node_pattern,
+        ingest_time=datetime.now(UTC), end_at_ingest=end_at_ingest, node_pattern=node_pattern,
+        timezone=timezone,
     )
     report = FilesReport()
     for parsed, obs in tied_batches(files, ctx, source, attempts, attempt_id):

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
 
 from ingest.files.common import (
-    PARSED_COLUMNS, TS_DTYPE, FileBatch, FilesError, ParseContext, fill_stamps, lines_of, read_bytes,
+    PARSED_COLUMNS, TS_DTYPE, FileBatch, FilesError, ParseContext, check_timezone, fill_stamps, lines_of,
+    read_bytes,
 )
 from ingest.files.detect import PARSERS, check_source, detect_sources
 from ingest.schema import OBSERVATIONS, REJECTS
@@ -56,8 +57,8 @@ def as_utc(moment: datetime | None) -> datetime | None:
     if moment is None:
         return None
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) -> ParsedBatch:
@@ -116,6 +117,7 @@ def read_log_file(
     default_node: str | None = None,
     ingest_time: datetime | None = None,
     end_at_ingest: bool = False,
+    timezone: str = "UTC",
 ) -> ParsedFile:
     """Parse the log file at ``path`` into observations and rejects.
 
@@ -125,8 +127,10 @@ def read_log_file(
     ``boot_time`` converts kernel monotonic stamps, ``default_node`` is the node of lines
     that name none, ``ingest_time`` (default: now) stamps rejects and lines of a file with
     no time at all; ``end_at_ingest`` places a kernel log with no boot time as if it ended
-    then (one-shot diagnosis) instead of rejecting its lines. Raises :class:`FilesError` for
-    a missing file or an unknown source. The same code parses batches of files
+    then (one-shot diagnosis) instead of rejecting its lines; ``timezone`` (an IANA name)
+    is the zone of stamps that carry none (RFC 3164, glog, ``dmesg -T``, ISO-8601 without
+    an offset; default UTC). Raises :class:`FilesError` for a missing file, an unknown
+    source or time zone. The same code parses batches of files
     (:func:`parse_batch`), so one file alone gives the same rows as inside a batch.
     """
     path = Path(path)
@@ -134,14 +138,16 @@ def read_log_file(
         raise FilesError(f"{path}: no such file; check the path")
     if source is not None:
         check_source(source)
+    check_timezone(timezone)
     resolved = path.resolve()
     raw, mtime_us = read_bytes(resolved)
     ctx = ParseContext(
         year=year,
         boot_time=as_utc(boot_time),
         default_node=default_node,
-        ingest_time=as_utc(ingest_time) or datetime.now(timezone.utc),
+        ingest_time=as_utc(ingest_time) or datetime.now(UTC),
         end_at_ingest=end_at_ingest,
+        timezone=timezone,
     )
     parsed = parse_batch(lines_of([resolved], [raw], [mtime_us]), ctx, source)
     info = parsed.files.row(0, named=True)

@@ -2,7 +2,7 @@
 high-precision ISO-8601 format (``2026-11-30T15:32:38.123456+00:00 host tag: msg``) and
 RFC 5424 (``<pri>1 2026-11-30T15:32:38Z host app procid msgid [sd] msg``).
 
-The host field gives ``node``, the tag (or RFC 5424 APP-NAME) gives ``program``. A kernel
+The host field gives ``node`` (its short name, :func:`short_host`), the tag (or RFC 5424 APP-NAME) gives ``program``. A kernel
 message's own ``[  123.456789]`` monotonic stamp is stripped from ``message``. Lines that
 start with whitespace continue the previous message (wrapped lines) and inherit its stamp;
 any other line without a syslog header is rejected.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.files.common import ParseContext, bsd_stamp_parts, parse_iso, peel, stamps_without_year
+from ingest.files.common import ParseContext, bsd_stamp_parts, parse_iso, peel, short_host, stamps_without_year
 
 PRI = r"(?:<\d{1,3}>)?"
 RFC3164 = (
@@ -41,7 +41,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     )
     frame = frame.with_columns(
         stamps_without_year(frame, "_month", "_rest", ctx).alias("_bsd_ts"),
-        parse_iso(pl.col("iso")).alias("_iso_ts"),
+        parse_iso(pl.col("iso"), ctx.timezone).alias("_iso_ts"),
     )
     is_5424 = pl.col("v5424").is_not_null()
     frame = peel(frame, "_body", TAG, "msg")
@@ -74,7 +74,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(ts.is_null()).then(pl.lit("invalid date in the syslog timestamp"))
     )
     # A wrapped line belongs to the host and program of the line it continues.
-    node = pl.coalesce("host", "ihost")
+    node = short_host(pl.coalesce("host", "ihost"))
     return frame.select(
         "file",
         "seq",
