@@ -43,17 +43,21 @@ def land_attempts(lake: Lake, rows: list[dict]) -> None:
     lake.land("attempts", frame, cluster=CLUSTER)
 
 
+def job_4242(start: datetime, end: datetime) -> dict:
+    """The attempt ``slurm-4242.out`` belongs to: two nodes, four ranks on each."""
+    return {
+        "attempt_id": "slurm/c1/4242/0", "job_id": "4242", "attempt_index": 0, "start_ts": start, "end_ts": end,
+        "nodes": ["gpu-a", "gpu-b"], "n_nodes": 2, "ranks_per_node": 4,
+    }
+
+
 def observations(lake: Lake) -> pl.DataFrame:
     return lake.scan("observations").collect().sort("input_id", "seq")
 
 
 def test_slurm_output_is_tied_to_its_attempt_with_ranks_on_nodes(tmp_path):
     lake = Lake(tmp_path / "lake")
-    land_attempts(lake, [{
-        "attempt_id": "slurm/c1/4242/0", "job_id": "4242", "attempt_index": 0,
-        "start_ts": ts(2026, 12, 6, 18, 0), "end_ts": ts(2026, 12, 6, 19, 0),
-        "nodes": ["gpu-a", "gpu-b"], "n_nodes": 2, "ranks_per_node": 4,
-    }])
+    land_attempts(lake, [job_4242(ts(2026, 12, 6, 18, 0), ts(2026, 12, 6, 19, 0))])
     report = land_log_files(lake, [FIXTURES / "slurm-4242.out"], cluster=CLUSTER, year=2026)
     assert report.files[0].attempt_ids == ("slurm/c1/4242/0",)
     obs = observations(lake)
@@ -68,11 +72,7 @@ def test_a_job_output_dated_in_the_wrong_year_moves_to_its_jobs_year(tmp_path, y
     """glog stamps have no year: a copied output (mtime today) or a wrong --year puts them
     whole years away from the job the file is named after; they move to the job's year."""
     lake = Lake(tmp_path / "lake")
-    land_attempts(lake, [{
-        "attempt_id": "slurm/c1/4242/0", "job_id": "4242", "attempt_index": 0,
-        "start_ts": ts(2026, 12, 6, 18, 0), "end_ts": ts(2026, 12, 6, 19, 0),
-        "nodes": ["gpu-a", "gpu-b"], "n_nodes": 2, "ranks_per_node": 4,
-    }])
+    land_attempts(lake, [job_4242(ts(2026, 12, 6, 18, 0), ts(2026, 12, 6, 19, 0))])
     copied = shutil.copy(FIXTURES / "slurm-4242.out", tmp_path / "slurm-4242.out")  # mtime: now
     land_log_files(lake, [copied], cluster=CLUSTER, year=year)
     stamped = observations(lake).filter(pl.col("ts_source") == "line")
@@ -82,11 +82,7 @@ def test_a_job_output_dated_in_the_wrong_year_moves_to_its_jobs_year(tmp_path, y
 
 def test_a_job_output_weeks_away_from_its_job_keeps_its_stamps(tmp_path):
     lake = Lake(tmp_path / "lake")
-    land_attempts(lake, [{
-        "attempt_id": "slurm/c1/4242/0", "job_id": "4242", "attempt_index": 0,
-        "start_ts": ts(2026, 11, 1, 18, 0), "end_ts": ts(2026, 11, 1, 19, 0),
-        "nodes": ["gpu-a", "gpu-b"], "n_nodes": 2, "ranks_per_node": 4,
-    }])
+    land_attempts(lake, [job_4242(ts(2026, 11, 1, 18, 0), ts(2026, 11, 1, 19, 0))])
     land_log_files(lake, [FIXTURES / "slurm-4242.out"], cluster=CLUSTER, year=2026)
     stamped = observations(lake).filter(pl.col("ts_source") == "line")
     assert {(t.year, t.month, t.day) for t in stamped["ts"]} == {(2026, 12, 6)}
