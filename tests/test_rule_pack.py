@@ -193,6 +193,21 @@ def test_gpu_fault_outranks_the_cuda_oom_it_causes(pack: RulePack) -> None:
     assert _role(correlated, "cuda.out_of_memory") == {"confirmation"}
 
 
+@pytest.mark.parametrize(("line", "cause"), [
+    # https://github.com/patrickbryant1/AFProfile/issues/8
+    ("jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 4770354232 bytes.",
+     "workload.cuda_oom"),
+    # https://github.com/yangjianxin1/Firefly/issues/68
+    ("Exception: Current loss scale already at minimum - cannot decrease scale anymore. Exiting run.",
+     "workload.non_finite_loss"),
+])
+def test_a_named_workload_failure_outranks_the_exception_line_it_is_on(pack: RulePack, line: str, cause: str) -> None:
+    """The generic exception rule matches these lines too; the named failure is the cause."""
+    verdict, correlated = _scenario(pack, [(100, None, True, line)])
+    assert (verdict["domain"], verdict["cause"]) == ("workload", cause)
+    assert _role(correlated, "framework.python_exception") == {"confirmation"}
+
+
 def test_dead_node_outranks_the_retry_exceeded_errors_of_its_peers(pack: RulePack) -> None:
     verdict, correlated = _scenario(pack, [
         # https://github.com/pytorch/pytorch/issues/81628
