@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 import polars as pl
@@ -241,8 +242,14 @@ def extract_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) ->
     return dedupe_events(_extract(observations, pack, ordered=False), pack)
 
 
-_EXTRACTOR_CODE = (Path(__file__), *sorted((Path(__file__).parent / "rules").glob("*.py")))
-"""The code that turns a pack into events: a change to it makes landed events stale."""
+@cache
+def _extractor_digest() -> bytes:
+    """Digest of the code that turns a pack into events (this module and the rule loader's
+    package): a change to it makes landed events stale. Read once per process, not per day."""
+    digest = hashlib.sha256()
+    for path in (Path(__file__), *sorted((Path(__file__).parent / "rules").glob("*.py"))):
+        digest.update(path.read_bytes())
+    return digest.digest()
 
 
 def line_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl.DataFrame:
@@ -256,9 +263,7 @@ def landing_derivation(pack: RulePack) -> Derivation:
     """Extraction at landing: the :func:`line_events` of each observations file, written
     beside it as it lands. The name holds a digest of the pack and of the extractor's code,
     so a run with another pack (or another causelake) never reads them."""
-    digest = hashlib.sha256(pack.version.encode())
-    for path in _EXTRACTOR_CODE:
-        digest.update(path.read_bytes())
+    digest = hashlib.sha256(pack.version.encode() + _extractor_digest())
     # An event is on its line's day: the partition of the file it came from.
     return Derivation(f"events-{digest.hexdigest()[:16]}", "observations",
                       lambda rows: line_events(rows, pack).with_columns(pl.col("ts").dt.date().alias("day")))

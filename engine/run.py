@@ -564,8 +564,9 @@ def run_attribution(
     span = days_between(min(w[0] for w in windows), max(w[-1] for w in windows))
     day_events = _DayEvents(lake, pack, clusters, run_clusters, span, say)
     failing = failing_connectors(lake)
+    n_attempts = sum(p.height for p in scoped)
     timings["scope"] = time.perf_counter() - tick
-    say(f"{sum(p.height for p in scoped)} attempts ended between {since} and {until}, in {len(chunks)} chunk(s)")
+    say(f"{n_attempts} attempts ended between {since} and {until}, in {len(chunks)} chunk(s)")
 
     lake.root.mkdir(parents=True, exist_ok=True)
     # Two helper threads keep both cores busy where one chunk's work is mostly single-core
@@ -616,7 +617,6 @@ def run_attribution(
         ]
         by_domain_quality = _write_results(lake, chunks, staged, notes, stamp, run_clusters)
         timings["write"] += time.perf_counter() - tick
-    n_attempts = sum(p.height for p in scoped)
     summary = RunSummary(run_id, since, until, n_attempts, day_events.observations, day_events.events,
                          by_domain_quality, lake, clusters, timings)
     lake.write_manifest(run_id, {

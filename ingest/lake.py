@@ -165,6 +165,11 @@ def _atomic_write_bytes(path: Path, write) -> None:
         raise
 
 
+def _write_parquet(arrow: pa.Table, path: Path) -> None:
+    """Write ``arrow`` to ``path`` as the lake's Parquet, atomically."""
+    _atomic_write_bytes(path, lambda fh: pq.write_table(arrow, fh, **PARQUET_OPTIONS))
+
+
 def _partition_dir(root: Path, table: str, values: dict[str, object]) -> Path:
     path = root / table
     for key in PARTITIONS[table]:
@@ -393,7 +398,7 @@ class Lake:
         # Polars' default string views must be copied into Arrow strings; its large strings
         # only need their offsets narrowed (the same table, about three times cheaper).
         arrow = frame.to_arrow(compat_level=pl.CompatLevel.oldest()).cast(TABLES[table])
-        _atomic_write_bytes(target, lambda fh: pq.write_table(arrow, fh, **PARQUET_OPTIONS))
+        _write_parquet(arrow, target)
 
     def _drop_derived(self, rel: str) -> None:
         """Delete every derivative of data file ``rel`` (before the file changes)."""
@@ -415,8 +420,8 @@ class Lake:
         of its day, possibly none (an empty derivative still says the file was derived)."""
         day = _partition_values(rel)["day"]
         for name, rows in derived:
-            part = rows.filter(pl.col("day") == day).drop("day").to_arrow(compat_level=pl.CompatLevel.oldest())
-            _atomic_write_bytes(self.root / DERIVED / name / rel, lambda fh, part=part: pq.write_table(part, fh, **PARQUET_OPTIONS))
+            part = rows.filter(pl.col("day") == day).drop("day")
+            _write_parquet(part.to_arrow(compat_level=pl.CompatLevel.oldest()), self.root / DERIVED / name / rel)
 
     def _index_dir(self, table: str, cluster: str) -> Path:
         return self.root / "_inputs" / table / f"cluster={cluster}"
@@ -433,7 +438,7 @@ class Lake:
 
     def _write_index(self, frame: pl.DataFrame, path: Path) -> None:
         arrow = frame.select(list(INDEX_SCHEMA)).to_arrow()
-        _atomic_write_bytes(path, lambda fh: pq.write_table(arrow, fh, **PARQUET_OPTIONS))
+        _write_parquet(arrow, path)
 
     def _land_batch(
         self, table: str, frame: pl.DataFrame, cluster: str, source: str | None, inputs: list[str]

@@ -17,9 +17,8 @@ from pydantic import Field
 
 from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
 from ingest.files import FilesError
-from ingest.files.common import ParseContext, check_timezone
-from ingest.files.detect import check_source
-from ingest.files.land import check_node_pattern, known_attempts, lake_slices, resolved_files, tied_batches
+from ingest.files.common import ParseContext
+from ingest.files.land import checked_files, known_attempts, lake_slices, tied_batches
 from ingest.files.read import as_utc
 from ingest.static import ContextError, read_static_context
 
@@ -50,11 +49,8 @@ class FilesConnector(Connector):
         """Yield the batches of every file the options name (``window`` is not used)."""
         opts: FilesOptions = self.options
         try:
-            if opts.source is not None:
-                check_source(opts.source)
-            files = resolved_files(opts.paths)
-            check_node_pattern(files, opts.node, opts.node_pattern)
-            check_timezone(opts.timezone)
+            files = checked_files(opts.paths, source=opts.source, node=opts.node, node_pattern=opts.node_pattern,
+                                  timezone=opts.timezone)
         except FilesError as exc:
             raise ConnectorError(f"files: {exc}") from None
         attempts = known_attempts(self.lake, self.cluster)

@@ -115,6 +115,20 @@ def resolved_files(paths: Iterable[str | Path]) -> list[str]:
     return list(out)
 
 
+def checked_files(
+    paths: Iterable[str | Path], *, source: str | None, node: str | None, node_pattern: str | None, timezone: str,
+) -> list[str]:
+    """The files of ``paths`` (:func:`resolved_files`) once the landing options are checked:
+    ``source``, the node options (:func:`check_node_pattern`) and ``timezone``. Raises
+    :class:`FilesError` before anything is read."""
+    if source is not None:
+        check_source(source)
+    files = resolved_files(paths)
+    check_node_pattern(files, node, node_pattern)
+    check_timezone(timezone)
+    return files
+
+
 def check_node_pattern(files: list[str], node: str | None, node_pattern: str | None) -> None:
     """Raise :class:`FilesError` unless ``node_pattern`` (when given) is a valid regex
     with a group that finds a node in every path of ``files``, and ``node`` is not given
@@ -273,13 +287,13 @@ def _year_from_attempts(tied: pl.DataFrame) -> pl.DataFrame:
     stamped = pl.col("ts_source") == "line"
     first = pl.col("ts").filter(stamped).min().over("file")
     years = ((pl.col("_first_start") - first).dt.total_days() / 365.2425).round().cast(pl.Int64)
-    moved = first.dt.offset_by(pl.concat_str([years.cast(pl.String), pl.lit("y")]))
+    offset = pl.concat_str([years.cast(pl.String), pl.lit("y")])
+    moved = first.dt.offset_by(offset)
     fits = (
         (years != 0) & (moved >= pl.col("_first_start") - YEAR_SLACK)
         & (moved <= pl.coalesce("_last_end", "_first_start") + YEAR_SLACK)
     ).fill_null(False)
-    shifted = pl.col("ts").dt.offset_by(pl.concat_str([years.cast(pl.String), pl.lit("y")]))
-    return tied.with_columns(pl.when(fits).then(shifted).otherwise(pl.col("ts")).alias("ts"))
+    return tied.with_columns(pl.when(fits).then(pl.col("ts").dt.offset_by(offset)).otherwise(pl.col("ts")).alias("ts"))
 
 
 def lake_slices(parsed: ParsedBatch, obs: pl.DataFrame) -> Iterator[tuple[str, str | None, pl.DataFrame, pl.Series]]:
@@ -365,11 +379,7 @@ def land_log_files(
     attempts); ``year``, ``boot_time``, ``end_at_ingest`` and ``timezone`` see
     :func:`ingest.files.read.read_log_file`. Returns per-file counts, in path order.
     """
-    if source is not None:
-        check_source(source)
-    files = resolved_files(paths)
-    check_node_pattern(files, node, node_pattern)
-    check_timezone(timezone)
+    files = checked_files(paths, source=source, node=node, node_pattern=node_pattern, timezone=timezone)
     # Only Slurm output names and --attempt-id tie files to attempts: node logs (most
     # landing calls) skip reading the attempts table.
     if attempt_id is not None or any(SLURM_NAME.search(f) for f in files):

@@ -2,10 +2,10 @@
 high-precision ISO-8601 format (``2026-11-30T15:32:38.123456+00:00 host tag: msg``) and
 RFC 5424 (``<pri>1 2026-11-30T15:32:38Z host app procid msgid [sd] msg``).
 
-The host field gives ``node`` (its short name, :func:`short_host`), the tag (or RFC 5424 APP-NAME) gives ``program``. A kernel
-message's own ``[  123.456789]`` monotonic stamp is stripped from ``message``. Lines that
-start with whitespace continue the previous message (wrapped lines) and inherit its stamp;
-any other line without a syslog header is rejected.
+The host field gives ``node`` (its short name, :func:`short_host`), the tag (or RFC 5424
+APP-NAME) gives ``program``. A kernel message's own ``[  123.456789]`` monotonic stamp is
+stripped from ``message``. Lines that start with whitespace continue the previous message
+(wrapped lines) and inherit its stamp; any other line without a syslog header is rejected.
 """
 
 from __future__ import annotations
