@@ -70,14 +70,19 @@ def test_slurm_output_is_tied_to_its_attempt_with_ranks_on_nodes(tmp_path):
 @pytest.mark.parametrize(("year", "landed_year"), [(2025, 2026), (2027, 2026), (None, 2026)])
 def test_a_job_output_dated_in_the_wrong_year_moves_to_its_jobs_year(tmp_path, year, landed_year):
     """glog stamps have no year: a copied output (mtime today) or a wrong --year puts them
-    whole years away from the job the file is named after; they move to the job's year."""
+    whole years away from the job the file is named after; they move to the job's year.
+    slurmstepd's banner carries its own year (the fixture's is from another job, in 2020):
+    no whole-year move brings it into the run, so it keeps its stamp."""
     lake = Lake(tmp_path / "lake")
     land_attempts(lake, [job_4242(ts(2026, 12, 6, 18, 0), ts(2026, 12, 6, 19, 0))])
     copied = shutil.copy(FIXTURES / "slurm-4242.out", tmp_path / "slurm-4242.out")  # mtime: now
     land_log_files(lake, [copied], cluster=CLUSTER, year=year)
     stamped = observations(lake).filter(pl.col("ts_source") == "line")
-    assert stamped.height and {t.year for t in stamped["ts"]} == {landed_year}
-    assert {(t.month, t.day, t.hour) for t in stamped["ts"]} == {(12, 6, 18)}
+    glog = stamped.filter(pl.col("program").fill_null("") != "slurmstepd")
+    assert glog.height and {t.year for t in glog["ts"]} == {landed_year}
+    assert {(t.month, t.day, t.hour) for t in glog["ts"]} == {(12, 6, 18)}
+    banner = stamped.filter(pl.col("program") == "slurmstepd")
+    assert banner["ts"].to_list() == [ts(2020, 7, 3, 2, 59, 56)]
 
 
 def test_a_job_output_weeks_away_from_its_job_keeps_its_stamps(tmp_path):
@@ -85,7 +90,7 @@ def test_a_job_output_weeks_away_from_its_job_keeps_its_stamps(tmp_path):
     land_attempts(lake, [job_4242(ts(2026, 11, 1, 18, 0), ts(2026, 11, 1, 19, 0))])
     land_log_files(lake, [FIXTURES / "slurm-4242.out"], cluster=CLUSTER, year=2026)
     stamped = observations(lake).filter(pl.col("ts_source") == "line")
-    assert {(t.year, t.month, t.day) for t in stamped["ts"]} == {(2026, 12, 6)}
+    assert {(t.year, t.month, t.day) for t in stamped["ts"]} == {(2026, 12, 6), (2020, 7, 3)}  # + the banner
 
 
 def test_requeued_job_picks_the_attempt_holding_the_lines_else_the_last(tmp_path):

@@ -249,9 +249,11 @@ def test_app_prefixes_ranks_nccl_host_and_stamps():
     assert obs["message"][3].startswith("ib_plugin.c:1615 NCCL WARN NET/IB : Got completion")
     assert obs["message"][4].startswith("iteration   42784/ 115311")
     stamp = datetime(2026, 12, 6, 18, 44, 12, 715588, tzinfo=UTC)
-    # the traceback before the first stamp takes the next stamp; later lines inherit
+    # the traceback before the first stamp takes the next stamp; later lines inherit, but
+    # slurmstepd's banner carries its own time (wall time, here UTC)
     assert obs["ts"][0] == stamp and obs["ts"][1] == stamp
-    assert obs["ts_source"].to_list() == ["inferred", "line", "line"] + ["inferred"] * 4
+    assert obs["ts"][5] == datetime(2020, 7, 3, 2, 59, 56, tzinfo=UTC)
+    assert obs["ts_source"].to_list() == ["inferred", "line", "line", "inferred", "inferred", "line", "inferred"]
 
 
 def test_app_timestamp_styles_and_broken_prefixes(tmp_path):
@@ -337,6 +339,36 @@ def test_stamps_without_a_zone_are_read_in_the_given_zone(tmp_path):
     app = write(tmp_path / "train.log", ["2026-08-15 10:40:00,123 - INFO - step 1", "E0815 10:40:01.000000 1 x.cc:1] boom"])
     assert read_log_file(app, source="app", year=2026, timezone="Asia/Tokyo").observations["ts"].to_list() == [
         datetime(2026, 8, 15, 1, 40, 0, 123000, tzinfo=UTC), datetime(2026, 8, 15, 1, 40, 1, tzinfo=UTC)]
+
+
+BANNERS = [
+    ("slurmstepd: error: *** JOB 867816 ON c0700a-s1 CANCELLED AT 2021-05-11T12:06:17 DUE TO TIME LIMIT ***",
+     "https://github.com/Nextomics/NextDenovo/issues/114"),
+    ("slurmstepd: *** JOB 830329 CANCELLED AT 2018-08-06T17:21:44 DUE TO TIME LIMIT on n447 ***",
+     "https://github.com/marbl/canu/issues/1067"),
+    ("[2026-04-29T23:36:37.809] error: *** STEP 52222788.0 ON nid002888 CANCELLED AT 2026-04-29T23:36:37 DUE TO TASK FAILURE ***",
+     "https://github.com/desihub/desispec/issues/2744"),
+]
+
+
+def test_slurmstepd_banner_carries_its_own_time(tmp_path):
+    """The banner's time (the node's wall clock) stamps a line that has no prefix stamp,
+    in the current and the older (host last) layout; a prefix stamp still wins, and prose
+    that merely says "cancelled at" inherits like any unstamped line."""
+    app = write(tmp_path / "slurm-1.out", [
+        "E0510 09:00:00.000000 1 x.cc:1] last iteration logged", BANNERS[0][0], BANNERS[1][0], BANNERS[2][0],
+        "the run was CANCELLED AT the user's request",
+    ])
+    obs = read_log_file(app, source="app", year=2021, timezone="Europe/Berlin").observations
+    assert obs["ts"].to_list() == [
+        datetime(2021, 5, 10, 7, 0, tzinfo=UTC),
+        datetime(2021, 5, 11, 10, 6, 17, tzinfo=UTC),  # 12:06:17 CEST
+        datetime(2018, 8, 6, 15, 21, 44, tzinfo=UTC),
+        datetime(2026, 4, 29, 21, 36, 37, 809000, tzinfo=UTC),
+        datetime(2026, 4, 29, 21, 36, 37, 809000, tzinfo=UTC),
+    ]
+    assert obs["ts_source"].to_list() == ["line", "line", "line", "line", "inferred"]
+    assert obs["program"][1] == "slurmstepd"
 
 
 def test_bad_inputs_raise_clear_errors(tmp_path):

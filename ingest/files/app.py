@@ -10,6 +10,11 @@ Lines are free text behind optional prefixes, peeled off in this order:
    over like RFC 3164; PyTorch prints the month unpadded: ``E205`` is 5 February), Python logging ``[2026-11-30 15:32:38,123]`` or any ISO-8601 stamp;
 4. NCCL's ``host:pid:tid [dev] `` (host → ``node``, program ``nccl``).
 
+slurmstepd's cancellation banner (``*** JOB 867816 ON c0700a-s1 CANCELLED AT
+2021-05-11T12:06:17 DUE TO TIME LIMIT ***``) carries its own time, the node's wall clock
+without a zone: a banner with no prefix stamp takes that time instead of inheriting the
+previous line's (which may be hours older: the last iteration logged before the kill).
+
 ``srun:``/``slurmstepd:``/``salloc:``/``sbatch:`` lines get that tool as ``program`` (the
 tag stays in ``message``: it is part of what those tools print). Only lines whose prefix is
 broken are rejected: a stamp with an impossible date, a torchrun prefix without a rank.
@@ -19,7 +24,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.files.common import ParseContext, parse_iso, peel, stamps_without_year
+from ingest.files.common import ParseContext, local_stamps, parse_iso, peel, stamps_without_year
 
 LABEL = r" *(?P<label>\d+): "
 LAUNCHER = r"(?:\[\d+\] )?\[(?P<role>[A-Za-z_]+)(?P<trank>\d+)\]: ?(?:\[[A-Za-z_]+\d+\]: ?)*"
@@ -32,6 +37,9 @@ STAMP = (
 )
 NCCL_HOST = r"(?P<nhost>[A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] "
 SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[\d+\])?: "
+CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\b"
+"""slurmstepd's banner (``*** STEP 1003.0 ON gpu007 CANCELLED AT 2026-11-28T12:20:41 ***``;
+older Slurm prints the host at the end); group 1 is its time."""
 PREFIXES = f"(?:{LABEL})?(?:{LAUNCHER})?(?:{STAMP})?(?:{NCCL_HOST})?"
 """Every prefix in one regex: each optional part is taken whenever it matches where the
 previous one ended, as peeling them one by one would, but the line is scanned once and
@@ -50,8 +58,13 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         pl.concat_str([pl.col("gday"), pl.col("gtime")], separator=" ").alias("_rest"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_glog_ts"))
+    # Only lines holding the banner's words reach its regex (the others as null).
+    banner = pl.when(pl.col("_message").str.contains("CANCELLED AT", literal=True)).then(pl.col("_message"))
+    banner_ts = local_stamps(banner.str.extract(CANCELLED_AT, 1), "%Y-%m-%dT%H:%M:%S", ctx.timezone)
     # A column, not an expression: the reason reads it too, and would parse every stamp again.
-    frame = frame.with_columns(pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso"), ctx.timezone)).alias("ts"))
+    frame = frame.with_columns(
+        pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso"), ctx.timezone), banner_ts).alias("ts")
+    )
     ts = pl.col("ts")
     message = pl.col("_message")
     has_stamp = pl.col("gmon").is_not_null() | pl.col("iso").is_not_null()

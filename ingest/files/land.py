@@ -277,23 +277,25 @@ corrected (:func:`_year_from_attempts`)."""
 
 
 def _year_from_attempts(tied: pl.DataFrame) -> pl.DataFrame:
-    """Correct the year of a tied file whose stamps landed whole years away from its job.
+    """Correct the year of the lines of a tied file that landed whole years away from its job.
 
     glog-style stamps (``W0210 08:01:48.551000``) carry no year, which then comes from the
-    file's mtime: a job output copied without keeping its times lands a year late. When a
-    file's first own stamp moved by a whole number of years falls within its attempts' run
-    (give or take :data:`YEAR_SLACK`), every stamp of the file moves by those years.
+    file's mtime: a job output copied without keeping its times lands a year late. A line
+    outside its attempts' run (give or take :data:`YEAR_SLACK`) that a whole number of
+    years would move into it moves by those years. Lines within the run stay, and so does
+    a stamp that no whole-year move explains (a year-carrying stamp beside glog lines).
     """
-    stamped = pl.col("ts_source") == "line"
-    first = pl.col("ts").filter(stamped).min().over("file")
-    years = ((pl.col("_first_start") - first).dt.total_days() / 365.2425).round().cast(pl.Int64)
+    lo = pl.col("_first_start") - YEAR_SLACK
+    hi = pl.coalesce("_last_end", "_first_start") + YEAR_SLACK
+
+    def within(ts: pl.Expr) -> pl.Expr:
+        return ((ts >= lo) & (ts <= hi)).fill_null(False)
+
+    ts = pl.col("ts")
+    years = ((pl.col("_first_start") - ts).dt.total_days() / 365.2425).round().cast(pl.Int64)
     offset = pl.concat_str([years.cast(pl.String), pl.lit("y")])
-    moved = first.dt.offset_by(offset)
-    fits = (
-        (years != 0) & (moved >= pl.col("_first_start") - YEAR_SLACK)
-        & (moved <= pl.coalesce("_last_end", "_first_start") + YEAR_SLACK)
-    ).fill_null(False)
-    return tied.with_columns(pl.when(fits).then(pl.col("ts").dt.offset_by(offset)).otherwise(pl.col("ts")).alias("ts"))
+    moves = (years != 0).fill_null(False) & ~within(ts) & within(ts.dt.offset_by(offset))
+    return tied.with_columns(pl.when(moves).then(ts.dt.offset_by(offset)).otherwise(ts).alias("ts"))
 
 
 def lake_slices(parsed: ParsedBatch, obs: pl.DataFrame) -> Iterator[tuple[str, str | None, pl.DataFrame, pl.Series]]:
