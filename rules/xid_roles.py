@@ -9,9 +9,9 @@ Two refinements of the events the ``gpu_xid`` rule (``gpu_xid.yaml``) extracts:
   ``drain_node_and_restart``.
 * NVLink5 XIDs 144–150 carry a severity; the ``Nonfatal`` ones are corrected link events
   and become ``context``.
-* XID 13/31/43 stamped before an attempt started belong to the job the GPU ran before (a
-  node event attaches to every attempt whose lookback reaches it): for this attempt they
-  are ``context``, never its root.
+
+XID 13/31/43 stamped before an attempt started belong to the job the GPU ran before:
+``earlier_job.py`` makes them ``context`` for this attempt, after this rule.
 
 Contract: :mod:`engine.rules.python_rules`. A node event is attached to every attempt that ran
 on the node, so one XID can appear under two concurrent jobs. Jobs therefore count only when
@@ -80,15 +80,13 @@ def repeat_offender_gpus(events: pl.DataFrame, history: pl.LazyFrame) -> pl.Data
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
-    """Upgrade repeated XID 13/31/43 to GPU faults, demote those from before the attempt
-    started and Nonfatal NVLink5 XIDs."""
+    """Upgrade repeated XID 13/31/43 to GPU faults and demote Nonfatal NVLink5 XIDs."""
     offenders = repeat_offender_gpus(events, context.history)
     marked = events.join(
         offenders, on=list(GPU_KEY), how="left", maintain_order="left"
     ).with_columns(pl.col("_repeat_offender").fill_null(False))
     repeatable = pl.col("event").is_in(REPEATABLE_EVENTS)
     upgrade = pl.col("_repeat_offender") & repeatable
-    before_start = repeatable & (pl.col("ts") < pl.col("start_ts")).fill_null(False)
     # Only NVLink5 rows carry a severity: parse their params, not every event's.
     nvlink5 = pl.col("event").is_in(NVLINK5_EVENTS)
     params = pl.when(nvlink5).then(pl.col("params"))
@@ -100,9 +98,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .then(pl.lit("drain_node_and_restart"))
         .otherwise(pl.col("action"))
         .alias("action"),
-        pl.when(before_start)
-        .then(pl.lit("context"))
-        .when(upgrade)
+        pl.when(upgrade)
         .then(pl.lit("root_candidate"))
         .when(nonfatal)
         .then(pl.lit("context"))

@@ -105,14 +105,3 @@ def test_nonfatal_nvlink5_xid_is_context_and_fatal_stays_root(apply):
     out = apply(events, _context())
     assert out["role"].to_list() == ["context", "root_candidate"]
     assert out["cause"].to_list() == ["nvlink.link_error"] * 2
-
-
-def test_an_xid_13_from_before_the_attempt_started_is_context(apply):
-    """Another job's XID 13 in the lookback before this attempt started is not its root;
-    its own, after the start, still is."""
-    before, after = (_event("slurm/c1/600/0", "xid_13_graphics_exception", minutes=m) for m in (-15, 5))
-    for row in (before, after):
-        row["start_ts"] = T0
-    out = apply(_frame([before, after]), _context())
-    assert out["role"].to_list() == ["context", "root_candidate"]
-    assert out["cause"].to_list() == ["workload.gpu_illegal_address"] * 2

@@ -1,0 +1,85 @@
+"""The ``earlier_job_events`` python rule, end to end: OOM kills, XID 13 and power-offs stamped
+before an attempt started are the previous job's or boot's, never this attempt's root;
+stamped during it, they still are. Real lines, landed through the Slurm connector and the
+files landing, attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from engine.run import landing_lake, run_attribution
+from ingest.connectors import run_connector
+from ingest.connectors.slurm import SlurmConnector, SlurmOptions
+from ingest.files import land_log_files
+
+# https://github.com/ymoslem/OpenNMT-Tutorial/issues/6
+OOM_KILL = ("Memory cgroup out of memory: Killed process 629 (onmt_train) total-vm:14119556kB, "
+            "anon-rss:6538204kB, file-rss:80652kB, shmem-rss:16kB, UID:0 pgtables:13432kB oom_score_adj:0")
+# https://github.com/doitsujin/dxvk/issues/1027
+XID_13 = "NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception: ChID 0052, Class 00000000, Offset 00001b0c, Data 1000f010"
+# https://github.com/systemd/systemd/issues/39521
+POWER_OFF = "systemd-logind[633]: System is powering down."
+# https://github.com/lllyasviel/FramePack/issues/369
+CUDA_OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 29.76 GiB"
+# https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr11-176B-ml/chronicles.md
+ITERATION = "iteration   42784/ 115311 | consumed samples:    71463856 | elapsed time per iteration (s): 111.14"
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+500|500|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n1|gres/gpu=8,node=1
+501|501|train|alice|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n2|gres/gpu=8,node=1
+502|502|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n3|gres/gpu=8,node=1
+503|503|train|alice|NODE_FAIL|0:0|2026-11-20T10:00:00|2026-11-20T10:16:00|n4|gres/gpu=8,node=1
+504|504|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n5|gres/gpu=8,node=1
+"""
+
+
+def _syslog(node: str, clock: str, message: str) -> str:
+    return f"2026-11-20T{clock}.000000+00:00 {node} {message}\n"
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("earlier")
+    (root / "sacct.txt").write_text(SACCT)
+    logs = root / "logs"
+    logs.mkdir()
+    (logs / "n1.log").write_text(_syslog("n1", "09:50:00", f"kernel: {OOM_KILL}"))  # the job before
+    (logs / "n2.log").write_text(_syslog("n2", "10:20:00", f"kernel: {OOM_KILL}"))  # this job's
+    (logs / "n3.log").write_text(_syslog("n3", "09:55:00", POWER_OFF))  # the boot before
+    (logs / "n4.log").write_text(_syslog("n4", "10:15:00", POWER_OFF))  # during the job
+    (logs / "n5.log").write_text(_syslog("n5", "09:45:00", f"kernel: {XID_13}"))  # the job before
+    for job in ("500", "502", "504"):
+        (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
+    for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
+        (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
+    lake = landing_lake(root / "lake")
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[root / "sacct.txt"], timezone="UTC"), "c1"), None)
+    assert report.error is None
+    land_log_files(lake, [logs], cluster="c1")
+    summary = run_attribution(lake, date(2026, 11, 20), date(2026, 11, 20))
+    return {row["job_id"]: row for row in summary.verdicts.to_dicts()}
+
+
+def test_an_oom_kill_before_the_start_is_the_previous_jobs(verdicts):
+    assert verdicts["500"]["cause"] == "workload.cuda_oom"
+    assert verdicts["500"]["quality"] != "ambiguous" and not verdicts["500"]["alternatives"]
+
+
+def test_an_oom_kill_during_the_attempt_is_its_root(verdicts):
+    assert (verdicts["501"]["domain"], verdicts["501"]["cause"]) == ("host", "host.oom_killer")
+
+
+def test_an_xid_13_before_the_start_is_the_previous_jobs(verdicts):
+    assert verdicts["504"]["cause"] == "workload.cuda_oom"
+
+
+def test_a_power_off_before_the_start_is_the_previous_boot(verdicts):
+    assert verdicts["502"]["cause"] == "workload.cuda_oom"
+
+
+def test_a_power_off_during_the_attempt_is_its_root(verdicts):
+    assert (verdicts["503"]["domain"], verdicts["503"]["cause"]) == ("host", "host.node_power_off")
+    assert verdicts["503"]["culprit_nodes"] == ["n4"]
+    assert verdicts["503"]["quality"] == "definitive"  # NODE_FAIL corroborates a host root
