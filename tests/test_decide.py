@@ -171,6 +171,29 @@ def test_link_that_came_back_before_the_failure_is_not_the_root():
     assert (v["b"]["cause"], v["b"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
 
 
+def test_a_flapping_link_the_application_felt_stays_the_root():
+    """The port came back up before the watchdog fired, but NCCL reported NET/IB retry
+    errors meanwhile (confirmations of the link-down): the flap broke the job's traffic."""
+    att = attempts({"attempt_id": "a"})
+    ev = events(
+        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10), "port": "mlx5_0:1"},
+        {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
+         "port": "mlx5_0:1"},
+        {"event": "nccl_ib_completion_error", "domain": "network", "cause": "network.transport_retry_exceeded",
+         "attempt_id": "a", "ts": at(10.05), "source": "app"},
+        {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
+         "attempt_id": "a", "ts": at(20)},
+    )
+    port_over_retry = PrecedenceRule(
+        kind="precedence", id="p.port_over_retry", title="t",
+        prefer=Selector(roles=["root_candidate"], causes=["network.link_down"]),
+        over=Selector(causes=["network.transport_retry_exceeded"]), scope="attempt", window="30m",
+    )
+    v, correlated = verdict(att, ev, p=pack(precedence=(*PRECEDENCE, port_over_retry)))
+    assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
+    assert correlated.filter(pl.col("event") == "nccl_ib_completion_error")["role"].to_list() == ["confirmation"]
+
+
 def test_missing_coverage_lowers_quality_and_is_reported():
     att = attempts({"attempt_id": "a"})
     ev = events({"event": "xid", "ts": at(10)},
