@@ -1,0 +1,102 @@
+"""The one rank that never joined the collective every other rank timed out in.
+
+When every rank of a job but one reports a NCCL watchdog timeout, the missing rank is the
+one the others waited for: its watchdog had nothing to time out, because it never entered
+the collective. It was busy elsewhere — a rank-0-only step (data preparation, evaluation,
+a checkpoint written by one rank) that outlasted the timeout, a stuck data loader — or
+hung in Python. PyTorch names such a rank only with its desync debug on (``desync
+report``, ``communication.yaml``); this rule reads the same fact off the timeouts.
+
+Only attempts left without any root candidate get this event: it is an inference from
+what is missing, so any line that names a fault outranks it. Rank 0 is where training
+scripts do the work the others wait for (dataset preparation, evaluation, checkpoint
+writing, ``if rank == 0`` blocks): a silent rank 0 becomes a ``workload`` root candidate.
+Any other silent rank may as well sit on a hung or fail-slow GPU, which prints nothing
+either: it is named as ``context`` (the evidence shows which rank and node the others
+waited for) and the verdict stays "symptoms only". The event's time is when the
+collective began, the first timeout less its ``Timeout(ms)``.
+Contract: :mod:`engine.rules.python_rules`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+RULE_ID = "straggler_rank"
+TIMEOUT_EVENT = "network.collective_timeout"
+"""The event of the watchdog timeout lines (``comm.nccl_watchdog_timeout``)."""
+
+
+def _world(attempts: pl.DataFrame) -> pl.DataFrame:
+    """Per attempt: ranks per node and world size, where the attempts table knows them."""
+    per_node = pl.coalesce("ranks_per_node", "gpus_per_node").cast(pl.Int64)
+    return attempts.select(
+        "attempt_id", "nodes", per_node.alias("_per_node"), (per_node * pl.col("nodes").list.len()).alias("_world"),
+    ).filter(pl.col("_world") > 1)
+
+
+def apply(events: pl.DataFrame, context) -> pl.DataFrame:
+    """Add a straggler event to each attempt without a root whose ranks all reported a
+    watchdog timeout but one (a ``workload`` root for rank 0, ``context`` otherwise)."""
+    if events.is_empty() or context.attempts.is_empty():
+        return events
+    rootless = events.group_by("attempt_id").agg((pl.col("role") == "root_candidate").any().alias("_rooted")).filter(
+        ~pl.col("_rooted")
+    )
+    timeouts = events.filter((pl.col("event") == TIMEOUT_EVENT) & pl.col("rank").is_not_null()).join(
+        rootless.select("attempt_id"), on="attempt_id", how="semi"
+    )
+    if timeouts.is_empty():
+        return events
+    reported = timeouts.group_by("attempt_id").agg(pl.col("rank").cast(pl.Int64).unique().alias("_reported"))
+    missing = (
+        reported.join(_world(context.attempts), on="attempt_id")
+        .with_columns(pl.int_ranges(0, pl.col("_world")).list.set_difference("_reported").alias("_missing"))
+        .filter(pl.col("_missing").list.len() == 1)
+        .select(
+            "attempt_id",
+            pl.col("_missing").list.first().alias("_rank"),
+            pl.col("nodes").list.get(pl.col("_missing").list.first() // pl.col("_per_node"), null_on_oob=True).alias("_node"),
+            pl.col("_world"),
+        )
+    )
+    if missing.is_empty():
+        return events
+    # The first timeout line of each such attempt carries every column; the new event is
+    # built from it.
+    first = (
+        timeouts.join(missing, on="attempt_id")
+        .sort("attempt_id", "ts", "event_id")
+        .group_by("attempt_id", maintain_order=True)
+        .first()
+    )
+    timeout_ms = pl.col("params").str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False).fill_null(0)
+    began = pl.col("ts") - pl.duration(milliseconds=timeout_ms)
+    seqnum = pl.col("params").str.json_path_match("$.seqnum").fill_null("?")
+    message = pl.concat_str([
+        pl.lit("rank "), pl.col("_rank").cast(pl.String), pl.lit(" never joined collective SeqNum="), seqnum,
+        pl.lit(" in which the other "), (pl.col("_world") - 1).cast(pl.String),
+        pl.lit(" ranks timed out (it reported no timeout of its own): it was busy elsewhere or hung"),
+    ])
+    rank_zero = pl.col("_rank") == 0
+    added = first.with_columns(
+        pl.concat_str([pl.lit(f"{RULE_ID}@"), pl.col("origin")]).alias("event_id"),
+        began.alias("ts"),
+        began.alias("last_ts"),
+        began.alias("ts_hi"),
+        pl.lit(1, dtype=pl.Int64).alias("count"),
+        pl.col("_node").alias("node"),
+        pl.col("_rank").cast(pl.Int32).alias("rank"),
+        pl.lit(None, dtype=pl.String).alias("gpu"),
+        pl.lit(None, dtype=pl.String).alias("port"),
+        pl.lit(RULE_ID).alias("rule_id"),
+        pl.lit("straggler_rank").alias("event"),
+        pl.when(rank_zero).then(pl.lit("workload")).otherwise(pl.lit("unknown")).alias("domain"),
+        pl.when(rank_zero).then(pl.lit("workload.straggler_rank")).otherwise(pl.lit("unknown.straggler_rank")).alias("cause"),
+        pl.when(rank_zero).then(pl.lit("root_candidate")).otherwise(pl.lit("context")).alias("role"),
+        pl.when(rank_zero).then(pl.lit("fix_workload")).otherwise(pl.lit("investigate")).alias("action"),
+        pl.struct(pl.col("_rank").alias("rank"), seqnum.alias("seqnum")).struct.json_encode().alias("params"),
+        message.alias("message"),
+        pl.lit(None, dtype=pl.String).alias("caused_by"),
+    ).select(events.columns).cast(events.schema)
+    return pl.concat([events, added])

@@ -1,0 +1,70 @@
+"""The ``straggler_rank`` python rule, end to end: when every rank but one reports a NCCL
+watchdog timeout and nothing else explains the failure, a silent rank 0 is the root (its
+own work outlasted the timeout); another silent rank is only named, as context."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from engine.run import landing_lake, run_attribution
+from ingest.connectors import run_connector
+from ingest.connectors.slurm import SlurmConnector, SlurmOptions
+from ingest.files import land_log_files
+
+# The watchdog line as PyTorch prints it (https://github.com/hiyouga/LlamaFactory/issues/6269),
+# for rank {r}.
+TIMEOUT = ("{r}: [rank{r}]:[E1120 10:40:00.755262105 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+           "for 600099 milliseconds before timing out.")
+# https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
+XID_79 = "2026-11-20T10:29:00.000000+00:00 n6 kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+600|600|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[1-2]|gres/gpu=4,node=2
+601|601|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[3-4]|gres/gpu=4,node=2
+602|602|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[5-6]|gres/gpu=4,node=2
+603|603|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[7-8]|gres/gpu=4,node=2
+"""
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("straggler")
+    (root / "sacct.txt").write_text(SACCT)
+    logs = root / "logs"
+    logs.mkdir()
+    for job, ranks in (("600", (1, 2, 3)), ("601", (2, 3)), ("602", (1, 2, 3)), ("603", (0, 1, 3))):
+        (logs / f"slurm-{job}.out").write_text("".join(TIMEOUT.format(r=r) + "\n" for r in ranks))
+    (logs / "n6.log").write_text(XID_79 + "\n")
+    lake = landing_lake(root / "lake")
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[root / "sacct.txt"], timezone="UTC"), "c1"), None)
+    assert report.error is None
+    land_log_files(lake, [logs], cluster="c1", year=2026)
+    summary = run_attribution(lake, date(2026, 11, 20), date(2026, 11, 20))
+    return {row["job_id"]: row for row in summary.verdicts.to_dicts()}
+
+
+def test_the_one_rank_without_a_timeout_is_the_straggler(verdicts):
+    v = verdicts["600"]
+    assert (v["domain"], v["cause"], v["quality"]) == ("workload", "workload.straggler_rank", "probable")
+    assert (v["culprit_ranks"], v["culprit_nodes"]) == ([0], ["n1"])
+    # The collective began a timeout before the first watchdog line.
+    assert v["first_fault_ts"].isoformat() == "2026-11-20T10:30:00.755262+00:00"
+
+
+def test_another_silent_rank_is_named_but_not_blamed(verdicts):
+    """Rank 2 may sit on a hung or fail-slow GPU as well as in slow code: symptoms only."""
+    v = verdicts["603"]
+    assert (v["cause"], v["quality"], v["culprit_nodes"]) == ("unknown.symptoms_only", "insufficient", [])
+    named = [e for e in v["evidence"] if e["rule_id"] == "straggler_rank"]
+    assert [(e["node"], e["rank"], e["role"]) for e in named] == [("n8", 2, "context")]
+
+
+def test_two_silent_ranks_name_no_straggler(verdicts):
+    assert verdicts["601"]["cause"] == "unknown.symptoms_only"
+
+
+def test_a_fault_line_outranks_the_inference(verdicts):
+    assert (verdicts["602"]["domain"], verdicts["602"]["culprit_nodes"]) == ("gpu", ["n6"])
