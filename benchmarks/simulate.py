@@ -251,7 +251,9 @@ def truth_frame(att: pl.DataFrame) -> pl.DataFrame:
         "attempt_id", "cluster", "job_id", "scenario", "domain", "cause", "also_accept", "expect_quality",
         (sc == "two_faults").alias("ambiguous"),
         pl.when(sc == "two_faults").then(pl.concat_list("culprit_node", "second_node"))
-        .when(pl.col("has_culprit")).then(pl.concat_list("culprit_node")).otherwise(none_s).alias("culprit_nodes"),
+        # A workload fault names the failing rank, not a node to take out of service.
+        .when(pl.col("has_culprit") & (pl.col("domain") != "workload")).then(pl.concat_list("culprit_node"))
+        .otherwise(none_s).alias("culprit_nodes"),
         pl.when(gpu_fault).then(pl.concat_list(pci)).otherwise(none_s).alias("culprit_gpus"),
         pl.when(sc == "ib_link_down").then(pl.concat_list(fmt("mlx5_{}/1", "hca"))).otherwise(none_s).alias("culprit_ports"),
         pl.when(pl.col("has_culprit") & ~sc.is_in(["kernel_panic", "node_failure", "ib_link_down", "two_faults"]))

@@ -239,10 +239,13 @@ def decide(
     )
     empty_str = pl.lit([], dtype=pl.List(pl.String))
     # A time limit or a preemption did not start on a node: policy verdicts name no culprit.
-    blames = log_root & (pl.col("_domain") != "scheduler")
+    # A workload fault is the job's own: it names the rank that failed, but no node, GPU or
+    # port to take out of service, unless a competing explanation makes every suspect one.
+    blames_rank = log_root & (pl.col("_domain") != "scheduler")
+    blames = blames_rank & ((pl.col("_domain") != "workload") | pl.col("ambiguous"))
 
-    def only_failed(expr: pl.Expr, empty: pl.Expr) -> pl.Expr:
-        return pl.when(blames).then(expr.fill_null(empty)).otherwise(empty)
+    def only_failed(expr: pl.Expr, empty: pl.Expr, when: pl.Expr = blames) -> pl.Expr:
+        return pl.when(when).then(expr.fill_null(empty)).otherwise(empty)
 
     first_fault = pl.when(log_root).then(pl.col("root_ts")).when(by_state).then(pl.col("end_ts"))
     return (
@@ -261,7 +264,7 @@ def decide(
             ).alias("culprit_nodes"),
             only_failed(pl.col("culprit_gpus"), empty_str).alias("culprit_gpus"),
             only_failed(pl.col("culprit_ports"), empty_str).alias("culprit_ports"),
-            only_failed(pl.col("culprit_ranks"), pl.lit([], dtype=pl.List(pl.Int32))).alias("culprit_ranks"),
+            only_failed(pl.col("culprit_ranks"), pl.lit([], dtype=pl.List(pl.Int32)), blames_rank).alias("culprit_ranks"),
             pl.col("affected_nodes").fill_null(empty_str),
             first_fault.alias("first_fault_ts"),
             ((pl.col("end_ts") - first_fault).dt.total_microseconds() / 1e6).alias("fault_to_end_s"),

@@ -55,7 +55,7 @@ def test_demo_verdicts_match_the_golden_file(demo_lake):
 
 def test_demo_verdicts_agree_with_the_sample_truth(demo_lake):
     """Every attempt's domain (and cause, or an accepted alternative) is what the scenario
-    was written to produce; failed attempts name the right culprit node."""
+    was written to produce; failed attempts name the right culprit node and rank."""
     truth = {t["attempt_id"]: t for t in yaml.safe_load((SAMPLES / "truth.yaml").read_text())["attempts"]}
     results = {r["attempt_id"]: r for r in demo_lake.scan("results").collect().to_dicts()}
     assert set(results) == set(truth)
@@ -67,6 +67,8 @@ def test_demo_verdicts_agree_with_the_sample_truth(demo_lake):
             assert got["quality"] == want["quality"], attempt_id
         blamed = set(got["culprit_nodes"]) | {a["node"] for a in got["alternatives"]}
         assert set(want.get("culprit_nodes") or []) <= blamed, attempt_id
+        if want["domain"] == "workload":  # the job's own fault is pinned on its rank
+            assert set(want.get("culprit_ranks") or []) <= set(got["culprit_ranks"]), attempt_id
 
 
 def test_two_runs_give_identical_verdicts_and_events(demo_lake):
