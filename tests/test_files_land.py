@@ -221,7 +221,8 @@ def test_appended_output_of_a_requeued_job_is_split_by_attempt(tmp_path):
     assert report.files[0].attempt_ids == ("slurm/c1/88/0", "slurm/c1/88/1")
     obs = observations(lake).sort("seq")
     assert obs["attempt_id"].to_list() == ["slurm/c1/88/0", "slurm/c1/88/0", "slurm/c1/88/1"]
-    assert obs["node"].to_list() == ["gpu-a", None, "gpu-c"]
+    # Each attempt ran on one node: its unranked lines ran there too.
+    assert obs["node"].to_list() == ["gpu-a", "gpu-a", "gpu-c"]
 
 
 # ---------------------------------------------------------------- batches

@@ -209,8 +209,9 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     started by its time (lines before the first start go to the first attempt; a file with
     no stamp at all goes to the last attempt, and its lines take that attempt's start
     instead of the ingest time). Rank ``r`` runs on ``nodes[r // ranks_per_node]`` of its
-    attempt (``gpus_per_node`` when the ranks per node are unknown); a node already known
-    from the line or ``--node`` is kept.
+    attempt (``gpus_per_node`` when the ranks per node are unknown), and every line of a
+    one-node attempt's output (slurmstepd's, the launcher's, any rank's) ran on its node; a
+    node already known from the line or ``--node`` is kept.
     """
     if cands.is_empty():
         return obs
@@ -255,6 +256,7 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
         "attempt_id",
         pl.coalesce("ranks_per_node", "gpus_per_node").cast(pl.Int64).alias("_per_node"),
         pl.col("nodes").alias("_nodes"),
+        (pl.col("nodes").list.len() == 1).alias("_single"),
     ).unique("attempt_id", keep="first").with_row_index("_a")
     # One row per (attempt, node index): looking the node up by a join is much cheaper than
     # copying each attempt's node list onto every line to index into it.
@@ -264,7 +266,9 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     index = pl.col("rank").cast(pl.Int64) // pl.col("_per_node")
     tied = (
         tied.join(placed.drop("_nodes"), on="attempt_id", how="left", maintain_order="left")
-        .with_columns(pl.when((pl.col("_per_node") > 0) & (index >= 0)).then(index).alias("_i"))
+        .with_columns(
+            pl.when(pl.col("_single")).then(0).when((pl.col("_per_node") > 0) & (index >= 0)).then(index).alias("_i")
+        )
         .join(slots, on=["_a", "_i"], how="left", maintain_order="left")
         .select("ts", "ts_source", "attempt_id", pl.coalesce("node", "_node").alias("node"))
     )
