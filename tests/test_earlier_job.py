@@ -9,10 +9,7 @@ from datetime import date
 
 import pytest
 
-from engine.run import landing_lake, run_attribution
-from ingest.connectors import run_connector
-from ingest.connectors.slurm import SlurmConnector, SlurmOptions
-from ingest.files import land_log_files
+from tests.end_to_end import verdicts_by_job
 
 # https://github.com/ymoslem/OpenNMT-Tutorial/issues/6
 OOM_KILL = ("Memory cgroup out of memory: Killed process 629 (onmt_train) total-vm:14119556kB, "
@@ -42,7 +39,6 @@ def _syslog(node: str, clock: str, message: str) -> str:
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
     root = tmp_path_factory.mktemp("earlier")
-    (root / "sacct.txt").write_text(SACCT)
     logs = root / "logs"
     logs.mkdir()
     (logs / "n1.log").write_text(_syslog("n1", "09:50:00", f"kernel: {OOM_KILL}"))  # the job before
@@ -54,12 +50,7 @@ def verdicts(tmp_path_factory):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
-    lake = landing_lake(root / "lake")
-    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[root / "sacct.txt"], timezone="UTC"), "c1"), None)
-    assert report.error is None
-    land_log_files(lake, [logs], cluster="c1")
-    summary = run_attribution(lake, date(2026, 11, 20), date(2026, 11, 20))
-    return {row["job_id"]: row for row in summary.verdicts.to_dicts()}
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
 def test_an_oom_kill_before_the_start_is_the_previous_jobs(verdicts):

@@ -8,10 +8,7 @@ from datetime import date
 
 import pytest
 
-from engine.run import landing_lake, run_attribution
-from ingest.connectors import run_connector
-from ingest.connectors.slurm import SlurmConnector, SlurmOptions
-from ingest.files import land_log_files
+from tests.end_to_end import verdicts_by_job
 
 # The watchdog line as PyTorch prints it (https://github.com/hiyouga/LlamaFactory/issues/6269),
 # for rank {r}.
@@ -32,18 +29,12 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
     root = tmp_path_factory.mktemp("straggler")
-    (root / "sacct.txt").write_text(SACCT)
     logs = root / "logs"
     logs.mkdir()
     for job, ranks in (("600", (1, 2, 3)), ("601", (2, 3)), ("602", (1, 2, 3)), ("603", (0, 1, 3))):
         (logs / f"slurm-{job}.out").write_text("".join(TIMEOUT.format(r=r) + "\n" for r in ranks))
     (logs / "n6.log").write_text(XID_79 + "\n")
-    lake = landing_lake(root / "lake")
-    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[root / "sacct.txt"], timezone="UTC"), "c1"), None)
-    assert report.error is None
-    land_log_files(lake, [logs], cluster="c1", year=2026)
-    summary = run_attribution(lake, date(2026, 11, 20), date(2026, 11, 20))
-    return {row["job_id"]: row for row in summary.verdicts.to_dicts()}
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
 def test_the_one_rank_without_a_timeout_is_the_straggler(verdicts):
