@@ -253,15 +253,19 @@ def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
     application reported were tied to it as its confirmations (NCCL's ``NET/IB`` retry
     errors: the flap did break the job's traffic, though the watchdog noticed only later).
 
-    "Started failing" is the first cascade of the attempt, or its end when it has none. The
-    link-up must be on the same node and port (an event of cause ``network.link_up``).
+    "Started failing" is the first cascade of the attempt, or its end when it has none. A
+    cascade that reports a timeout (``timeout_ms`` in its params: the NCCL watchdog's
+    ``Timeout(ms)``) started failing that long before it was printed: a collective that hung
+    while the port flapped is noticed only when the timeout runs out. The link-up must be on
+    the same node and port (an event of cause ``network.link_up``).
     """
     if events.is_empty():
         return events
+    cascade = pl.col("role") == "cascade"
+    waited = pl.when(cascade).then(pl.col("params")).str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False)
+    began = pl.col("ts") - pl.duration(milliseconds=waited.fill_null(0))
     failing = events.group_by("attempt_id").agg(
-        pl.min_horizontal(
-            pl.col("ts").filter(pl.col("role") == "cascade").min(), pl.col("end_ts").first()
-        ).alias("_failing")
+        pl.min_horizontal(began.filter(cascade).min(), pl.col("end_ts").first()).alias("_failing")
     )
     downs = events.filter((pl.col("cause") == LINK_DOWN_CAUSE) & (pl.col("role") == "root_candidate"))
     ups = events.filter(pl.col("cause") == LINK_UP_CAUSE).select(

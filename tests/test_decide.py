@@ -194,6 +194,21 @@ def test_a_flapping_link_the_application_felt_stays_the_root():
     assert correlated.filter(pl.col("event") == "nccl_ib_completion_error")["role"].to_list() == ["confirmation"]
 
 
+def test_a_link_that_flapped_while_the_collective_hung_stays_the_root():
+    """The port was back up 6 s later, but the watchdog that fired 10 minutes after the
+    flap says the collective had hung since then: the job was already failing."""
+    att = attempts({"attempt_id": "a"})
+    ev = events(
+        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10), "port": "mlx5_0:1"},
+        {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
+         "port": "mlx5_0:1"},
+        {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
+         "attempt_id": "a", "ts": at(20.05), "params": '{"timeout_ms":"600000"}'},
+    )
+    v, _ = verdict(att, ev)
+    assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
+
+
 def test_missing_coverage_lowers_quality_and_is_reported():
     att = attempts({"attempt_id": "a"})
     ev = events({"event": "xid", "ts": at(10)},
