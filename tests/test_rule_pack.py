@@ -171,6 +171,21 @@ def test_step_cancel_without_reason_follows_the_oom_kill(pack: RulePack) -> None
     assert _role(correlated, "scheduler.slurm_cancelled_by_user") == {"cascade"}
 
 
+def test_a_long_soft_lockup_is_a_host_root_unless_a_storage_fault_on_the_node_explains_it(pack: RulePack) -> None:
+    # https://lore.kernel.org/r/20230519225157.760788-2-aditi.ghag@isovalent.com
+    lockup = "watchdog: BUG: soft lockup - CPU#0 stuck for 86s! [test_progs:2331]"
+    alone, _ = _scenario(pack, [(1800, "n1", False, lockup)])
+    assert (alone["domain"], alone["cause"], alone["culprit_nodes"]) == ("host", "host.cpu_stall", ["n1"])
+    # The lockup is stamped first, but the Lustre client lost its target on the same node.
+    explained, correlated = _scenario(pack, [
+        (1800, "n1", False, lockup),
+        # https://github.com/aws/aws-parallelcluster/issues/2701
+        (1830, "n1", False, "Apr 30 13:50:10 ip-10-0-33-4 kernel: [268274.472582] Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection to no2zxbmv-MDT0000 (at 10.0.47.232@tcp) was lost; in progress operations using this service will wait for recovery to complete"),
+    ])
+    assert explained["domain"] == "storage"
+    assert _role(correlated, "host.soft_lockup_long") == {"confirmation"}
+
+
 def test_dataloader_timeout_on_one_rank_is_the_root_of_the_peers_watchdog(pack: RulePack) -> None:
     verdict, correlated = _scenario(pack, [
         # https://github.com/IGNF/myria3d/issues/123
