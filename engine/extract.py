@@ -273,13 +273,7 @@ def lake_events(lake: Lake, pack: RulePack, files: Sequence[Path]) -> pl.DataFra
     """Events of the observations ``files`` of one lake, floods collapsed: read from their
     landed events (:func:`landing_derivation`) where those exist, extracted from the file
     otherwise — the same events either way."""
-    derivatives = lake.derived(landing_derivation(pack).name, files)
-    landed = [path for path in derivatives if path is not None]
-    rest = [path for path, derived in zip(files, derivatives, strict=True) if derived is None]
-    parts = [pl.read_parquet(landed).cast(dict(EVENT_SCHEMA))] if landed else []
-    if rest:
-        parts.append(line_events(lake.scan_files("observations", rest), pack))
-    return dedupe_events(pl.concat(parts), pack) if parts else empty_events()
+    return dedupe_events(lake.read_derived(landing_derivation(pack), files).cast(dict(EVENT_SCHEMA)), pack)
 
 
 def extract_lines(lines: Sequence[str], pack: RulePack, *, source: str | None = None) -> pl.DataFrame:

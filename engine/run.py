@@ -174,12 +174,7 @@ def coverage_counts(lake: Lake, files: list[Path]) -> tuple[pl.DataFrame, pl.Dat
     ``(cluster, node, source, hour, rows)`` and ``(cluster, attempt_id, source, node,
     rows)``, read from the files' landed counts where those exist. Aggregates of separate
     days concatenate (an hour never spans two days)."""
-    derivatives = lake.derived(COUNTS.name, files)
-    parts = [pl.read_parquet([p for p in derivatives if p is not None])] if any(derivatives) else []
-    rest = [path for path, derived in zip(files, derivatives, strict=True) if derived is None]
-    if rest or not parts:
-        parts.append(_counts(lake.scan_files("observations", rest)).drop("day"))
-    counts = pl.concat(parts, how="vertical_relaxed")
+    counts = lake.read_derived(COUNTS, files)
     per_hour = counts.filter(pl.col("attempt_id").is_null()).group_by("cluster", "node", "source", "hour").agg(
         pl.col("rows").sum()
     )

@@ -142,12 +142,13 @@ class Derivation:
     name are never read. ``derive`` gets the rows of one landing (several data files of one
     cluster and source) with their partition columns (``cluster``, ``day``, ``source``)
     and returns a frame of any schema that keeps ``day``: each data file's derivative holds
-    the derived rows of its day.
+    the derived rows of its day. :meth:`Lake.read_derived` also calls it, with a lazy frame
+    over the data files that have no derivative.
     """
 
     name: str
     table: str
-    derive: Callable[[pl.DataFrame], pl.DataFrame] = field(compare=False)
+    derive: Callable[[pl.DataFrame | pl.LazyFrame], pl.DataFrame] = field(compare=False)
 
 
 def _atomic_write_bytes(path: Path, write) -> None:
@@ -369,6 +370,18 @@ class Lake:
             derivative = self.root / DERIVED / name / Path(path).relative_to(self.root)
             found.append(derivative if derivative.exists() else None)
         return found
+
+    def read_derived(self, derivation: Derivation, files: Sequence[Path]) -> pl.DataFrame:
+        """The rows of ``derivation`` for the data ``files`` (from :meth:`files`): their
+        derivatives where those exist, derived from the files themselves otherwise — the
+        same rows either way (``day`` dropped, as in a derivative)."""
+        found = self.derived(derivation.name, files)
+        landed = [path for path in found if path is not None]
+        rest = [path for path, derived in zip(files, found, strict=True) if derived is None]
+        parts = [pl.read_parquet(landed)] if landed else []
+        if rest or not parts:
+            parts.append(derivation.derive(self.scan_files(derivation.table, rest)).drop("day"))
+        return pl.concat(parts, how="vertical_relaxed")
 
     def manifests(self) -> list[dict]:
         """Every run manifest, oldest first."""
