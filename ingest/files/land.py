@@ -276,8 +276,8 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
 
 
 YEAR_SLACK = timedelta(days=1)
-"""How far a job output's first stamp may lie outside its attempts' run once its year is
-corrected (:func:`_year_from_attempts`)."""
+"""How far outside its attempts' run a job output's line may lie and still count as within
+it (:func:`_year_from_attempts`)."""
 
 
 def _year_from_attempts(tied: pl.DataFrame) -> pl.DataFrame:
@@ -296,10 +296,12 @@ def _year_from_attempts(tied: pl.DataFrame) -> pl.DataFrame:
         return ((ts >= lo) & (ts <= hi)).fill_null(False)
 
     ts = pl.col("ts")
-    years = ((pl.col("_first_start") - ts).dt.total_days() / 365.2425).round().cast(pl.Int64)
-    offset = pl.concat_str([years.cast(pl.String), pl.lit("y")])
-    moves = (years != 0).fill_null(False) & ~within(ts) & within(ts.dt.offset_by(offset))
-    return tied.with_columns(pl.when(moves).then(ts.dt.offset_by(offset)).otherwise(ts).alias("ts"))
+    # Only lines outside the run can move: the others get no offset (null), so the per-row
+    # offset is built and applied for the few, not for every line of every job output.
+    years = pl.when(~within(ts)).then(((pl.col("_first_start") - ts).dt.total_days() / 365.2425).round().cast(pl.Int64))
+    moved = ts.dt.offset_by(pl.concat_str([years.cast(pl.String), pl.lit("y")]))
+    moves = (years != 0).fill_null(False) & within(moved)
+    return tied.with_columns(pl.when(moves).then(moved).otherwise(ts).alias("ts"))
 
 
 def lake_slices(parsed: ParsedBatch, obs: pl.DataFrame) -> Iterator[tuple[str, str | None, pl.DataFrame, pl.Series]]:
