@@ -206,6 +206,12 @@ def coverage_from_counts(
     count is two as-of lookups (the running total at its end minus the one before its
     start): the cost follows the attempts' node count, not their duration or how many
     attempts a node ran.
+
+    A node's log covers an attempt when it has rows in the attempt's window, or rows both
+    before and after it: the log was being written throughout, and a quiet node (nothing
+    to say during a healthy job) is evidence of no fault, not a missing source. A log that
+    stops before the window ends (a node that died, a rotated file not landed) stays
+    missing.
     """
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
@@ -221,6 +227,7 @@ def coverage_from_counts(
         (pl.col("end_ts") + grace).alias("hi"),
     ).explode("node").drop_nulls("node")
     running = per_hour.select("cluster", "node", "source", "hour", "running")
+    totals = per_hour.group_by("cluster", "node", "source").agg(pl.col("running").max().alias("_total"))
     node_rows = (
         windows.join(per_hour.select("cluster", "node", "source").unique(), on=["cluster", "node"])
         .sort("hi")
@@ -231,8 +238,9 @@ def coverage_from_counts(
         .sort("_before")
         .join_asof(running.rename({"running": "_from"}), left_on="_before", right_on="hour",
                    by=["cluster", "node", "source"], strategy="backward", check_sortedness=False)
+        .join(totals, on=["cluster", "node", "source"])
         .with_columns((pl.col("_to").fill_null(0) - pl.col("_from").fill_null(0)).alias("rows"))
-        .filter(pl.col("rows") > 0)
+        .filter((pl.col("rows") > 0) | ((pl.col("_from") > 0) & (pl.col("_total") > pl.col("_to").fill_null(0))))
         .select("attempt_id", "node", "source", "rows")
     )
     by_source = pl.concat([

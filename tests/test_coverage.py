@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import polars as pl
+
 from engine.config import EngineConfig
-from engine.run import connector_failures
+from engine.run import connector_failures, coverage_from_counts
 from ingest.connectors import ConnectorReport, record_ingest
 from ingest.connectors.base import FetchWindow
 from ingest.lake import Lake
@@ -28,3 +30,30 @@ def test_other_clusters_failures_do_not_count(tmp_path):
     record_ingest(lake, FetchWindow(start=at(-60), end=at(120)),
                   [ConnectorReport(connector="loki", cluster="elsewhere", error="down")])
     assert connector_failures(lake, attempts({"attempt_id": "a"}), EngineConfig()).is_empty()
+
+
+def _node_log_errors(hours: list[int]) -> list[str]:
+    """The node-log coverage errors of a one-node attempt running from 10:00 to 11:00 when
+    its node's syslog has one row in each of ``hours`` (offsets from 10:00, in hours)."""
+    per_hour = pl.DataFrame({
+        "cluster": "c", "node": "n1", "source": "syslog", "hour": [at(60 * h) for h in hours], "rows": 1,
+    }, schema_overrides={"rows": pl.UInt32})
+    per_attempt = pl.DataFrame({"cluster": ["c"], "attempt_id": ["a"], "source": ["app"], "node": ["n1"], "rows": [5]},
+                               schema_overrides={"rows": pl.UInt32})
+    failures = connector_failures(Lake("/nonexistent"), attempts(), EngineConfig()).clear()
+    coverage = coverage_from_counts(attempts({"attempt_id": "a"}), per_hour, per_attempt, failures, EngineConfig())
+    return [e["error"] for e in coverage["coverage"][0] if e["error"]]
+
+
+def test_a_node_log_with_rows_before_and_after_a_quiet_attempt_covers_it():
+    # Lines at 08:00 and 14:00, none from 09:30 (lookback) to 11:10 (grace): the daemon was
+    # writing all along, and the node had nothing to say during the job.
+    assert _node_log_errors([-2, 4]) == []
+
+
+def test_a_node_log_that_stops_before_the_attempt_ends_is_missing():
+    # Nothing after 08:00: the node may have died or its later log was never landed.
+    missing = [f"no {'/'.join(EngineConfig().node_log_sources)} rows for n1"]
+    assert _node_log_errors([-2]) == missing
+    assert _node_log_errors([4]) == missing
+    assert _node_log_errors([0]) == []
