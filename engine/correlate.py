@@ -45,11 +45,17 @@ def attach_events(
         .join(windows, on=["cluster", "node", "bucket"], how="inner")
         .filter((pl.col("ts") >= pl.col("lo")) & (pl.col("ts") <= pl.col("hi")))
     )
-    app_events = events.filter(pl.col("attempt_id").is_not_null()).join(
-        attempts.select(ATTEMPT_COLUMNS), on=["cluster", "attempt_id"], how="inner"
+    # Joined on the attempt id alone, then checked for the cluster: a join on two string
+    # keys costs about three times as much, and the result is the same.
+    app_events = (
+        events.filter(pl.col("attempt_id").is_not_null())
+        .join(attempts.select(ATTEMPT_COLUMNS).rename({"cluster": "_cluster"}), on="attempt_id", how="inner")
+        .filter(pl.col("cluster") == pl.col("_cluster"))
     )
     columns = events.columns + [c for c in ATTEMPT_COLUMNS if c not in events.columns]
-    attached = pl.concat([on_nodes.select(columns), app_events.select(columns)])
+    # One chunk: every later sort, join and filter gathers rows of this wide frame, and a
+    # gather over several chunks costs several times more.
+    attached = pl.concat([on_nodes.select(columns), app_events.select(columns)], rechunk=True)
     return (
         add_time_bounds(attached, timedelta(seconds=config.seconds("clock_skew")))
         .with_columns(pl.lit(None, dtype=pl.String).alias("caused_by"))
@@ -157,7 +163,8 @@ def _pairs(
 
     An as-of join per scope, not a cross product: a 512-node job has thousands of symptoms
     and hundreds of root candidates, and pairing them all does not fit in memory. Returns
-    ``attempt_id``, ``event_id`` (second side), ``event_id_a`` and ``ts_a`` (first side).
+    ``_row`` (the second side's row, see :func:`_with_rows`), ``event_id_a`` and ``ts_a``
+    (first side).
     """
     keys = SCOPE_KEYS[scope]
     firsts = (
@@ -169,7 +176,7 @@ def _pairs(
     )
     seconds = (
         events.filter(selector_expr(second))
-        .select(keys + ["event_id", "ts", "ts_hi", (pl.col("ts") - reach_back).alias("_from")])
+        .select(keys + ["_row", "event_id", "ts", "ts_hi", (pl.col("ts") - reach_back).alias("_from")])
         .drop_nulls(keys)
         .sort("_from")
     )
@@ -181,7 +188,7 @@ def _pairs(
             & (pl.col("event_id") != pl.col("event_id_a"))
             & (pl.col("ts_a") <= pl.col("ts_hi") + reach_ahead)
         )
-        .select("attempt_id", "event_id", "event_id_a", "ts_a")
+        .select("_row", "event_id_a", "ts_a")
     )
 
 
@@ -189,21 +196,27 @@ def _relabel(events: pl.DataFrame, pairs: list[pl.DataFrame], role: str, only_ro
     """Give every second-side event of ``pairs`` the ``role`` and link it (``caused_by``)
     to its earliest first-side event; ``only_roots`` re-labels root candidates only."""
     link = (
-        pl.concat([p.select("attempt_id", "event_id", "event_id_a", "ts_a") for p in pairs])
-        .group_by(["attempt_id", "event_id"])
+        pl.concat(pairs)
+        .group_by("_row")
         .agg(pl.col("event_id_a").sort_by(["ts_a", "event_id_a"]).first().alias("_link"))
     )
     linked = pl.col("_link").is_not_null()
     if only_roots:
         linked = linked & (pl.col("role") == "root_candidate")
     return (
-        events.join(link, on=["attempt_id", "event_id"], how="left")
+        events.join(link, on="_row", how="left", maintain_order="left")
         .with_columns(
             pl.when(linked).then(pl.lit(role)).otherwise(pl.col("role")).alias("role"),
             pl.coalesce("caused_by", "_link").alias("caused_by"),
         )
-        .drop("_link")
+        .drop("_link", "_row")
     )
+
+
+def _with_rows(events: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with ``_row``, each row's index: a correlated event is one row per
+    (attempt, event), and one integer key joins far cheaper than those two strings."""
+    return events.with_row_index("_row")
 
 
 def _as_roots(selector: Selector) -> Selector:
@@ -221,6 +234,7 @@ def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule]) -> pl.DataFr
     """
     if events.is_empty() or not rules:
         return events
+    events = _with_rows(events)
     pairs = []
     for rule in rules:
         window = timedelta(seconds=parse_duration(rule.window))
@@ -236,6 +250,7 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule]) -> pl.Da
     window (either order), the ``over`` event becomes a ``confirmation`` of the preferred."""
     if events.is_empty() or not rules:
         return events
+    events = _with_rows(events)
     pairs = []
     for rule in rules:
         window = timedelta(seconds=parse_duration(rule.window))
@@ -261,13 +276,18 @@ def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
     """
     if events.is_empty():
         return events
+    is_down = (pl.col("cause") == LINK_DOWN_CAUSE) & (pl.col("role") == "root_candidate")
+    if not events.select(is_down.any()).item():
+        return events
+    events = _with_rows(events)
+    downs = events.filter(is_down)
     cascade = pl.col("role") == "cascade"
     waited = pl.when(cascade).then(pl.col("params")).str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False)
     began = pl.col("ts") - pl.duration(milliseconds=waited.fill_null(0))
-    failing = events.group_by("attempt_id").agg(
+    # Only attempts with a link-down need to know when they started failing.
+    failing = events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi").group_by("attempt_id").agg(
         pl.min_horizontal(began.filter(cascade).min(), pl.col("end_ts").first()).alias("_failing")
     )
-    downs = events.filter((pl.col("cause") == LINK_DOWN_CAUSE) & (pl.col("role") == "root_candidate"))
     ups = events.filter(pl.col("cause") == LINK_UP_CAUSE).select(
         "attempt_id", "node", "port", pl.col("ts").alias("_up")
     )
@@ -275,18 +295,18 @@ def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
         "attempt_id", pl.col("caused_by").alias("event_id")
     )
     recovered = (
-        downs.select("attempt_id", "node", "port", "event_id", "ts")
+        downs.select("_row", "attempt_id", "node", "port", "event_id", "ts")
         .join(ups, on=["attempt_id", "node", "port"], how="inner", nulls_equal=True)
         .join(failing, on="attempt_id")
         .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") < pl.col("_failing")))
         .join(confirmed, on=["attempt_id", "event_id"], how="anti")
-        .select("attempt_id", "event_id", pl.lit(True).alias("_recovered"))
+        .select("_row", pl.lit(True).alias("_recovered"))
         .unique()
     )
     return (
-        events.join(recovered, on=["attempt_id", "event_id"], how="left")
+        events.join(recovered, on="_row", how="left", maintain_order="left")
         .with_columns(
             pl.when(pl.col("_recovered").fill_null(False)).then(pl.lit("context")).otherwise(pl.col("role")).alias("role")
         )
-        .drop("_recovered")
+        .drop("_recovered", "_row")
     )

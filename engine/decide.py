@@ -61,10 +61,10 @@ def _sorted_unique(column: str) -> pl.Expr:
 def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     """Per attempt: the root event, its culprits, and competing alternatives.
 
-    ``events`` are correlated events (one row per attempt × event). Returns one row per
-    attempt that has a root candidate: ``root_event_id``, ``root_ts``, ``domain``, ``cause``,
-    ``root_action``, ``culprit_*`` lists, ``root_ids`` (the culprit events) and
-    ``alternatives`` (list of structs).
+    ``events`` are correlated events (one row per attempt × event) with ``_row``, each
+    row's index. Returns one row per attempt that has a root candidate: ``root_event_id``,
+    ``root_ts``, ``domain``, ``cause``, ``root_action``, ``culprit_*`` lists, ``root_rows``
+    (the ``_row`` of the culprit events) and ``alternatives`` (list of structs).
     """
     skew = timedelta(seconds=config.seconds("clock_skew"))
     tie = timedelta(seconds=config.seconds("tie_window"))
@@ -104,7 +104,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
             _sorted_unique("gpu").alias("culprit_gpus"),
             _sorted_unique("port").alias("culprit_ports"),
             _sorted_unique("rank").alias("culprit_ranks"),
-            pl.col("event_id").alias("root_ids"),
+            pl.col("_row").alias("root_rows"),
         )
     )
     printed_after_root = (pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line"))
@@ -146,12 +146,10 @@ def state_fallback(attempts: pl.DataFrame, state_rules) -> pl.DataFrame:
 
 def _evidence(events: pl.DataFrame, roots: pl.DataFrame, limit: int) -> pl.DataFrame:
     """Per attempt: the evidence list (non-benign events, roots first when trimming)."""
-    root_ids = roots.select("attempt_id", pl.col("root_ids")).explode("root_ids").rename(
-        {"root_ids": "event_id"}
-    ).with_columns(is_root=pl.lit(True))
+    root_rows = roots.select(pl.col("root_rows").alias("_row")).explode("_row").with_columns(is_root=pl.lit(True))
     kept = (
         events.filter(pl.col("role") != "benign")
-        .join(root_ids, on=["attempt_id", "event_id"], how="left")
+        .join(root_rows, on="_row", how="left")
         .with_columns(
             pl.col("is_root").fill_null(False),
             pl.col("role").replace_strict(ROLE_ORDER, default=9, return_dtype=pl.Int32).alias("_order"),
@@ -179,6 +177,8 @@ def decide(
     events. ``coverage``: ``attempt_id``, ``coverage`` (list of structs) and
     ``coverage_complete`` (bool).
     """
+    # One integer key per (attempt, event) row: the evidence finds its roots by it.
+    events = events.with_row_index("_row")
     roots = select_root_cause(events, config)
     fallback = state_fallback(attempts, state_rules)
     linked = (
