@@ -26,25 +26,25 @@ import polars as pl
 
 from ingest.files.common import ParseContext, local_stamps, parse_iso, peel, stamps_without_year
 
-LABEL = r" *(?P<label>\d+): "
-LAUNCHER = r"(?:\[\d+\] )?\[(?P<role>[A-Za-z_]+)(?P<trank>\d+)\]: ?(?:\[[A-Za-z_]+\d+\]: ?)*"
-BROKEN_LAUNCHER = r"^(?:\[\d+\] )?\[(?:rank|default)[^\]]*\]:"
+LABEL = r" *(?P<label>[0-9]+): "
+LAUNCHER = r"(?:\[[0-9]+\] )?\[(?P<role>[A-Za-z_]+)(?P<trank>[0-9]+)\]: ?(?:\[[A-Za-z_]+[0-9]+\]: ?)*"
+BROKEN_LAUNCHER = r"^(?:\[[0-9]+\] )?\[(?:rank|default)[^\]]*\]:"
 STAMP = (
     r"(?:"
-    r"\[?[IWEF](?P<gmon>\d{1,2})(?P<gday>\d\d) (?P<gtime>\d\d:\d\d:\d\d(?:\.\d+)?)(?: +\d+)? [^\s\]]+:\d+\]"
-    r"|\[?(?P<iso>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)\]?:?"
+    r"\[?[IWEF](?P<gmon>[0-9]{1,2})(?P<gday>[0-9]{2}) (?P<gtime>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
+    r"|\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)\]?:?"
     r") ?"
 )
-NCCL_HOST = r"(?P<nhost>[A-Za-z0-9][A-Za-z0-9._-]*):\d+:\d+ \[\d+\] "
-SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[\d+\])?: "
-CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\b"
+NCCL_HOST = r"(?P<nhost>[A-Za-z0-9][A-Za-z0-9._-]*):[0-9]+:[0-9]+ \[[0-9]+\] "
+SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[[0-9]+\])?: "
+CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\b"
 """slurmstepd's banner (``*** STEP 1003.0 ON gpu007 CANCELLED AT 2026-11-28T12:20:41 ***``;
 older Slurm prints the host at the end); group 1 is its time."""
 PREFIXES = f"(?:{LABEL})?(?:{LAUNCHER})?(?:{STAMP})?(?:{NCCL_HOST})?"
 """Every prefix in one regex: each optional part is taken whenever it matches where the
 previous one ended, as peeling them one by one would, but the line is scanned once and
 sliced once."""
-BROKEN_AFTER_LABEL = r"^(?: *\d+: )?" + BROKEN_LAUNCHER.removeprefix("^")
+BROKEN_AFTER_LABEL = r"^(?: *[0-9]+: )?" + BROKEN_LAUNCHER.removeprefix("^")
 """:data:`BROKEN_LAUNCHER` after an optional ``srun --label`` prefix (the label regex can
 only match one way, and a torchrun prefix cannot start with a space or a digit)."""
 

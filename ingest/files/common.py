@@ -18,6 +18,11 @@ with these columns:
 * ``reason`` — null when the line parsed, else why it goes to ``rejects``.
 
 Parsers never fill missing stamps: :func:`fill_stamps` does that once for every format.
+
+The parsers' regexes spell digits ``[0-9]``, not ``\\d``: Polars' regex engine reads ``\\d``
+as every script's decimal digits (hundreds of ranges); with ASCII digits the automaton is
+smaller and peeling a header off every line about a tenth faster. Stamps, ranks and pids
+are ASCII.
 """
 
 from __future__ import annotations
@@ -249,7 +254,7 @@ def parse_iso(text: pl.Expr, timezone: str = "UTC") -> pl.Expr:
     )
     # A stamp ending in a zone cannot parse without one: skipping those spares a failed parse
     # of every stamp of a zoned format (RFC 3339 syslog, kubectl).
-    zoned = norm.str.contains(r"(?:Z|[+-]\d\d:?\d\d)$")
+    zoned = norm.str.contains(r"(?:Z|[+-][0-9]{2}:?[0-9]{2})$")
     naive = local_stamps(pl.when(~zoned).then(norm), "%Y-%m-%d %H:%M:%S%.f", timezone)
     return pl.coalesce(with_zone.dt.convert_time_zone("UTC"), naive)
 

@@ -21,18 +21,18 @@ from ingest.files.common import (
 )
 
 KMSG = (
-    r"(?:<\d+>)?(?:[a-z]+ *:[a-z]+ *: )?(?:"
-    r"\[ *(?P<mono>\d+\.\d+)\]"
-    r"|\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})\]"
-    r"|(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+(?:Z|[+-]\d\d:?\d\d))"
-    r"|\d+,\d+,(?P<usec>\d+),[^;]*;"
+    r"(?:<[0-9]+>)?(?:[a-z]+ *:[a-z]+ *: )?(?:"
+    r"\[ *(?P<mono>[0-9]+\.[0-9]+)\]"
+    r"|\[(?P<ctime>[A-Z][a-z]{2} [A-Z][a-z]{2} [ 0-9][0-9] [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})\]"
+    r"|(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}[,.][0-9]+(?:Z|[+-][0-9]{2}:?[0-9]{2}))"
+    r"|[0-9]+,[0-9]+,(?P<usec>[0-9]+),[^;]*;"
     r") ?"
 )
 SYSLOG_KERNEL = (
-    r"(?P<smon>[A-Z][a-z]{2}) {1,2}(?P<sday>\d{1,2}) (?P<stime>\d\d:\d\d:\d\d) "
-    r"(?P<shost>\S+) kernel: \[ *(?P<smono>\d+\.\d+)\] ?"
+    r"(?P<smon>[A-Z][a-z]{2}) {1,2}(?P<sday>[0-9]{1,2}) (?P<stime>[0-9]{2}:[0-9]{2}:[0-9]{2}) "
+    r"(?P<shost>\S+) kernel: \[ *(?P<smono>[0-9]+\.[0-9]+)\] ?"
 )
-BROKEN_STAMP = r"^(?:[a-z]+ *:[a-z]+ *: )?\[ *[+\-\d]"
+BROKEN_STAMP = r"^(?:[a-z]+ *:[a-z]+ *: )?\[ *[+\-0-9]"
 
 NEEDS_BOOT_TIME = (
     "kernel monotonic stamp needs the boot time: pass --boot-time "

@@ -13,7 +13,7 @@ import polars as pl
 from ingest.files.app import peel_prefixes
 from ingest.files.common import ParseContext, parse_iso, peel
 
-KUBECTL = r"(?P<kts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:\d\d))(?: |$)"
+KUBECTL = r"(?P<kts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2}))(?: |$)"
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:

@@ -14,19 +14,19 @@ import polars as pl
 
 from ingest.files.common import ParseContext, bsd_stamp_parts, parse_iso, peel, short_host, stamps_without_year
 
-PRI = r"(?:<\d{1,3}>)?"
+PRI = r"(?:<[0-9]{1,3}>)?"
 RFC3164 = (
-    PRI + r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>\d{1,2}) "
-    r"(?P<time>\d\d:\d\d:\d\d(?:\.\d+)?) (?P<host>\S+) ?"
+    PRI + r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>[0-9]{1,2}) "
+    r"(?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) (?P<host>\S+) ?"
 )
 ISO_HEADER = (
-    r"(?:<\d{1,3}>(?P<v5424>1 )?)?"
-    r"(?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)) "
+    r"(?:<[0-9]{1,3}>(?P<v5424>1 )?)?"
+    r"(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) "
     r"(?P<ihost>\S+) ?"
 )
 RFC5424_HEADER = r"(?P<app>\S+) \S+ \S+ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?(?:\x{FEFF})?"
-TAG = r"(?P<tag>[^\s\[:]+)(?:\[\d+\])?: ?"
-KERNEL_STAMP = r"^\[ *\d+\.\d+\] ?"
+TAG = r"(?P<tag>[^\s\[:]+)(?:\[[0-9]+\])?: ?"
+KERNEL_STAMP = r"^\[ *[0-9]+\.[0-9]+\] ?"
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
