@@ -215,30 +215,33 @@ def coverage_from_counts(
     """
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
-    # Sorted by hour alone, each (cluster, node, source) group is in hour order, which is all
-    # the running sum and the as-of lookups need (sorting by the string keys costs more).
-    per_hour = per_hour.sort("hour").with_columns(
-        pl.col("rows").cum_sum().over("cluster", "node", "source").alias("running")
+    # One integer key per (cluster, node, source) log: the running sums and the as-of
+    # lookups group by it instead of three strings. Sorted by hour alone, each log's rows
+    # are in hour order, which is all the running sum and the lookups need.
+    logs = per_hour.select("cluster", "node", "source").unique().with_row_index("_log")
+    per_hour = (
+        per_hour.join(logs, on=["cluster", "node", "source"]).select("_log", "hour", "rows").sort("hour")
+        .with_columns(pl.col("rows").cum_sum().over("_log").alias("running"))
     )
+    totals = per_hour.group_by("_log").agg(pl.col("running").max().alias("_total"))
     per_attempt = per_attempt.group_by("cluster", "attempt_id", "source", "node").agg(pl.col("rows").sum())
     windows = attempts.select(
         "cluster", "attempt_id", pl.col("nodes").alias("node"),
         (pl.col("start_ts") - lookback).dt.truncate("1h").alias("lo"),
         (pl.col("end_ts") + grace).alias("hi"),
     ).explode("node").drop_nulls("node")
-    running = per_hour.select("cluster", "node", "source", "hour", "running")
-    totals = per_hour.group_by("cluster", "node", "source").agg(pl.col("running").max().alias("_total"))
+    running = per_hour.select("_log", "hour", "running")
     node_rows = (
-        windows.join(per_hour.select("cluster", "node", "source").unique(), on=["cluster", "node"])
+        windows.join(logs, on=["cluster", "node"])
         .sort("hi")
-        .join_asof(running.rename({"running": "_to"}), left_on="hi", right_on="hour",
-                   by=["cluster", "node", "source"], strategy="backward", check_sortedness=False)
+        .join_asof(running.rename({"running": "_to"}), left_on="hi", right_on="hour", by="_log",
+                   strategy="backward", check_sortedness=False)
         .drop("hour")
         .with_columns((pl.col("lo") - timedelta(microseconds=1)).alias("_before"))
         .sort("_before")
-        .join_asof(running.rename({"running": "_from"}), left_on="_before", right_on="hour",
-                   by=["cluster", "node", "source"], strategy="backward", check_sortedness=False)
-        .join(totals, on=["cluster", "node", "source"])
+        .join_asof(running.rename({"running": "_from"}), left_on="_before", right_on="hour", by="_log",
+                   strategy="backward", check_sortedness=False)
+        .join(totals, on="_log")
         .with_columns((pl.col("_to").fill_null(0) - pl.col("_from").fill_null(0)).alias("rows"))
         .filter((pl.col("rows") > 0) | ((pl.col("_from") > 0) & (pl.col("_total") > pl.col("_to").fill_null(0))))
         .select("attempt_id", "node", "source", "rows")
