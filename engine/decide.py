@@ -28,6 +28,7 @@ import polars as pl
 import pyarrow as pa
 
 from engine.config import EngineConfig
+from engine.rules.loader import RulePack
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
 
 INFRASTRUCTURE = ("gpu", "gpu_memory", "nvlink", "network", "host", "storage")
@@ -58,13 +59,15 @@ def _sorted_unique(column: str) -> pl.Expr:
     return pl.col(column).drop_nulls().unique().sort()
 
 
-def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
+def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per attempt: the root event, its culprits, and competing alternatives.
 
     ``events`` are correlated events (one row per attempt × event) with ``_row``, each
     row's index. Returns one row per attempt that has a root candidate: ``root_event_id``,
     ``root_ts``, ``domain``, ``cause``, ``root_action``, ``culprit_*`` lists, ``root_rows``
-    (the ``_row`` of the culprit events) and ``alternatives`` (list of structs).
+    (the ``_row`` of the culprit events), ``names_node`` (false when the culprit events'
+    rules say the nodes are not at fault: ``naming`` is
+    :meth:`engine.rules.loader.RulePack.node_naming`) and ``alternatives`` (list of structs).
     """
     skew = timedelta(seconds=config.seconds("clock_skew"))
     tie = timedelta(seconds=config.seconds("tie_window"))
@@ -96,8 +99,12 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
     ).filter(
         pl.col("ts_hi") - pl.col("root_ts_hi") <= pl.when(pl.col("same_node")).then(pl.lit(tie)).otherwise(pl.lit(skew))
     )
+    if naming is None or naming.is_empty():
+        naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
+    names = pl.col("names_node")
     culprits = (
         near.filter(pl.col("domain") == pl.col("root_domain"))
+        .join(naming, on=["rule_id", "event"], how="left")
         .group_by("attempt_id")
         .agg(
             _sorted_unique("node").alias("culprit_nodes"),
@@ -105,6 +112,9 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig) -> pl.DataFram
             _sorted_unique("port").alias("culprit_ports"),
             _sorted_unique("rank").alias("culprit_ranks"),
             pl.col("_row").alias("root_rows"),
+            # A culprit event that never names its node, or a shared service reported from
+            # several nodes at once, leaves the nodes out.
+            ~((names == "never").any() | (pl.col("node").filter(names == "alone").n_unique() > 1)).alias("names_node"),
         )
     )
     printed_after_root = (pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line"))
@@ -168,19 +178,20 @@ def decide(
     attempts: pl.DataFrame,
     events: pl.DataFrame,
     coverage: pl.DataFrame,
-    state_rules: list,
+    pack: RulePack,
     config: EngineConfig,
 ) -> pl.DataFrame:
     """The verdicts: one row per attempt with the results columns (minus run id/time).
 
     ``attempts``: the scoped attempts (+ ``cluster``). ``events``: correlated, re-labelled
     events. ``coverage``: ``attempt_id``, ``coverage`` (list of structs) and
-    ``coverage_complete`` (bool).
+    ``coverage_complete`` (bool). ``pack``: its state rules give the fallback roots, its
+    outcomes' ``names_node`` which roots name no culprit node.
     """
     # One integer key per (attempt, event) row: the evidence finds its roots by it.
     events = events.with_row_index("_row")
-    roots = select_root_cause(events, config)
-    fallback = state_fallback(attempts, state_rules)
+    roots = select_root_cause(events, config, pack.node_naming())
+    fallback = state_fallback(attempts, pack.state)
     linked = (
         events.filter(pl.col("caused_by").is_not_null())
         .select("attempt_id", pl.col("caused_by").alias("root_event_id"))
@@ -241,8 +252,9 @@ def decide(
     # A time limit or a preemption did not start on a node: policy verdicts name no culprit.
     # A workload fault is the job's own: it names the rank that failed, but no node, GPU or
     # port to take out of service, unless a competing explanation makes every suspect one.
+    # Nor does a root whose rules say its nodes are not at fault (``names_node``).
     blames_rank = log_root & (pl.col("_domain") != "scheduler")
-    blames = blames_rank & ((pl.col("_domain") != "workload") | pl.col("ambiguous"))
+    blames = blames_rank & ((pl.col("_domain") != "workload") | pl.col("ambiguous")) & pl.col("names_node").fill_null(True)
 
     def only_failed(expr: pl.Expr, empty: pl.Expr, when: pl.Expr = blames) -> pl.Expr:
         return pl.when(when).then(expr.fill_null(empty)).otherwise(empty)

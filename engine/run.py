@@ -395,7 +395,7 @@ def attribute(
     attribution call it directly.
     """
     correlated = correlate(attempts, events, pack, config, history)
-    return decide(attempts, correlated, coverage, pack.state, config), correlated
+    return decide(attempts, correlated, coverage, pack, config), correlated
 
 
 def correlate(
@@ -592,7 +592,7 @@ def run_attribution(
             coverage = side.submit(coverage_from_counts, part, per_hour, per_attempt, failures, config)
             history = pl.concat([lake.scan("events").drop("day"), located.lazy()], how="diagonal_relaxed")
             correlated = correlate(part, events, pack, config, history=history)
-            verdicts = decide(part, correlated, coverage.result(), pack.state, config)
+            verdicts = decide(part, correlated, coverage.result(), pack, config)
             del events
             located = pl.concat([located, correlated.filter(
                 pl.col("attempt_id").is_not_null() & (pl.col("gpu").is_not_null() | pl.col("port").is_not_null())

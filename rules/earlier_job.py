@@ -4,7 +4,8 @@ A node event attaches to every attempt whose window — from ``lookback`` before
 to ``grace`` after its end — reaches it, so that a GPU that fell off the bus shortly before
 a job started still explains the job's failure. Some events cannot outlive what they
 happened to: an OOM kill ends the process it names, XID 13/31/43 end the GPU context of
-the process that faulted, and a power-off ends the boot the node was in. Stamped before
+the process that faulted, a contained ECC error (XID 94) ends the process whose memory it
+hit and leaves the GPU in service, and a power-off ends the boot the node was in. Stamped before
 the attempt started, they belong to the job (or the boot) before it: for this attempt they
 are ``context``, never its root. Their own ones, after the start, keep their role.
 
@@ -18,12 +19,14 @@ import polars as pl
 
 ENDED_BEFORE_START = (
     "host.oom_kill",
+    "host.cgroup_oom_kill",
     "host.oom_report",
     "host.oom_reaped",
     "host.node_power_off",
     "xid_13_graphics_exception",
     "xid_31_mmu_fault",
     "xid_43_channel_stopped",
+    "xid_94_contained_ecc",
 )
 """Event names (``host.yaml``, ``gpu_xid.yaml``) that end with the process or boot they
 happened to."""

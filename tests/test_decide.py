@@ -3,12 +3,11 @@ fallback, link recovery, determinism."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import polars as pl
 import pytest
 
 from engine.config import EngineConfig
+from engine.rules.loader import RulePack
 from engine.rules.model import PrecedenceRule, Selector, StateRule, SuppressRule
 from engine.run import attribute
 from tests.engine_frames import at, attempts, events
@@ -30,8 +29,9 @@ PRECEDENCE = (
 
 
 def pack(**kw):
-    base = dict(suppress=SUPPRESS, precedence=PRECEDENCE, state=STATE_RULES, python=(), version="test")
-    return SimpleNamespace(**(base | kw))
+    base = dict(extract=(), suppress=SUPPRESS, precedence=PRECEDENCE, metric=(), state=STATE_RULES, python=(),
+                files=(), version="test")
+    return RulePack(**(base | kw))
 
 
 def full_coverage(att: pl.DataFrame) -> pl.DataFrame:

@@ -88,6 +88,22 @@ class RulePack:
     files: tuple[Path, ...]
     version: str
 
+    def node_naming(self) -> pl.DataFrame:
+        """``rule_id``, ``event`` and ``names_node`` of every extract or metric outcome
+        whose root does not always name its node (:attr:`model.Outcome.names_node`; a map
+        entry inherits its rule's value)."""
+        rows = []
+        for rule in (*self.extract, *self.metric):
+            outcomes = [rule]
+            if getattr(rule, "map", None) is not None:
+                outcomes += [o for o in (*rule.map.table.values(), rule.map.default) if o is not None]
+            for outcome in outcomes:
+                names = outcome.names_node or rule.names_node or "always"
+                if names != "always":
+                    rows.append({"rule_id": rule.id, "event": outcome.event or rule.event, "names_node": names})
+        schema = {"rule_id": pl.String, "event": pl.String, "names_node": pl.String}
+        return pl.DataFrame(rows, schema=schema).unique(["rule_id", "event"], keep="first", maintain_order=True)
+
     def dedupe_seconds(self) -> dict[str, float]:
         """Flood-dedupe window in seconds per rule id (extract and metric rules)."""
         return {r.id: model.parse_duration(r.dedupe_window) for r in (*self.extract, *self.metric)}

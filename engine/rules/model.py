@@ -90,6 +90,12 @@ class Outcome(_Strict):
     role: Role | None = None
     action: Literal[ACTIONS] | None = None  # type: ignore[valid-type]
     title: str | None = None
+    names_node: Literal["always", "alone", "never"] | None = None
+    """Whether a root from this outcome names its node (and GPU, port) as a culprit:
+    ``always`` (the default); ``never`` when the fault is not the node's (the job's own
+    cgroup memory limit, a quota); ``alone`` when the line reports a shared service (a file
+    server): the node is named while it is the only one reporting, and none is once several
+    nodes of the attempt report it together (the service is at fault, not the nodes)."""
 
     @field_validator("cause")
     @classmethod

@@ -1,0 +1,90 @@
+"""Which roots name their node (``names_node``), end to end with real lines: a global OOM
+kill names the node, a cgroup OOM kill (the job's own memory limit) does not; a file server
+that one node reports names that node, one that several nodes of the job report names none;
+a quota names no node. Also: a contained ECC error (XID 94) before the attempt started is the
+previous job's. Landed through the Slurm connector and the files landing, attributed by a
+run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tests.end_to_end import verdicts_by_job
+
+# https://github.com/equinor/ert/issues/7797 (a global OOM: the node ran out of memory)
+GLOBAL_OOM = (
+    "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,"
+    "task_memcg=/user.slice/user-21417.slice/user@21417.service,task=perl,pid=1440763,uid=21417",
+    "Out of memory: Killed process 1440763 (perl) total-vm:87033376kB, anon-rss:60356340kB, file-rss:0kB, "
+    "shmem-rss:0kB, UID:21417 pgtables:169956kB oom_score_adj:0",
+)
+# https://github.com/ymoslem/OpenNMT-Tutorial/issues/6 (a cgroup's limit)
+CGROUP_OOM = ("Memory cgroup out of memory: Killed process 629 (onmt_train) total-vm:14119556kB, "
+              "anon-rss:6538204kB, file-rss:80652kB, shmem-rss:16kB, UID:0 pgtables:13432kB oom_score_adj:0")
+# https://github.com/kangear/tiny210v2-uboot/issues/5
+NFS_DOWN = "nfs: server 192.168.1.229 not responding, still trying"
+# https://github.com/tloen/alpaca-lora/issues/280
+QUOTA = "OSError: [Errno 122] Disk quota exceeded"
+# https://github.com/akash-network/support/issues/244
+XID_94 = "NVRM: Xid (PCI:0000:00:08): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No"
+# https://github.com/lllyasviel/FramePack/issues/369
+CUDA_OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 29.76 GiB"
+# https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr11-176B-ml/chronicles.md
+ITERATION = "iteration   42784/ 115311 | consumed samples:    71463856 | elapsed time per iteration (s): 111.14"
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+600|600|train|alice|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n1|gres/gpu=8,node=1
+601|601|train|alice|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n2|gres/gpu=8,node=1
+602|602|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[3-4]|gres/gpu=16,node=2
+603|603|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n5|gres/gpu=8,node=1
+604|604|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n6|gres/gpu=8,node=1
+605|605|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n7|gres/gpu=8,node=1
+"""
+
+
+def _syslog(node: str, clock: str, *messages: str) -> str:
+    return "".join(f"2026-11-20T{clock}.{k:06d}+00:00 {node} kernel: {m}\n" for k, m in enumerate(messages))
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("naming")
+    logs = root / "logs"
+    logs.mkdir()
+    (logs / "n1.log").write_text(_syslog("n1", "10:20:00", *GLOBAL_OOM))
+    (logs / "n2.log").write_text(_syslog("n2", "10:20:00", CGROUP_OOM))
+    (logs / "n3.log").write_text(_syslog("n3", "10:20:00", NFS_DOWN))
+    (logs / "n4.log").write_text(_syslog("n4", "10:20:01", NFS_DOWN))
+    (logs / "n5.log").write_text(_syslog("n5", "10:20:00", NFS_DOWN))
+    (logs / "n7.log").write_text(_syslog("n7", "09:50:00", XID_94))  # the job before's process
+    for job in ("600", "601", "602", "603"):
+        (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
+    (logs / "slurm-604.out").write_text(f"[2026-11-20 10:29:00,000] {QUOTA}\n")
+    (logs / "slurm-605.out").write_text(f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+
+
+def test_a_global_oom_kill_names_its_node(verdicts):
+    assert (verdicts["600"]["cause"], verdicts["600"]["culprit_nodes"]) == ("host.oom_killer", ["n1"])
+
+
+def test_a_cgroup_oom_kill_names_no_node(verdicts):
+    assert (verdicts["601"]["cause"], verdicts["601"]["culprit_nodes"]) == ("host.oom_killer", [])
+
+
+def test_a_file_server_several_nodes_report_names_none(verdicts):
+    assert (verdicts["602"]["cause"], verdicts["602"]["culprit_nodes"]) == ("storage.filesystem_unavailable", [])
+
+
+def test_a_file_server_one_node_reports_names_it(verdicts):
+    assert (verdicts["603"]["cause"], verdicts["603"]["culprit_nodes"]) == ("storage.filesystem_unavailable", ["n5"])
+
+
+def test_a_quota_names_no_node(verdicts):
+    assert (verdicts["604"]["cause"], verdicts["604"]["culprit_nodes"]) == ("storage.quota_exceeded", [])
+
+
+def test_a_contained_ecc_error_before_the_start_is_the_previous_jobs(verdicts):
+    assert verdicts["605"]["cause"] == "workload.cuda_oom"
