@@ -1,0 +1,108 @@
+"""A GPU that fell off the bus stays gone until its node is rebooted.
+
+XID 79 ("GPU has fallen off the bus") takes a GPU away from the node's PCIe tree; only a
+reset or a reboot brings it back. A node left in service after one hands the next jobs
+one GPU fewer, and the rank given that GPU fails at start with ``invalid device ordinal``
+(``cuda.invalid_device``, a workload root on its own: usually the job's own mistake). When
+that rank's node lost a GPU within :data:`GONE_FOR` before the error and has not booted
+since (``host.node_boot``), the lost GPU is the root: it is added to the attempt as a ``gpu``
+root candidate (a copy of the fall-off event, at its own time, before the attempt started)
+and the ``invalid device ordinal`` becomes its confirmation.
+
+The fall-off and boot events are looked up among the attempt's own events and the lake's
+past events (``context.history``): the fall-off usually happened during an earlier job,
+outside this attempt's window. Contract: :mod:`engine.rules.python_rules`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+RULE_ID = "lost_gpu"
+SYMPTOM = "cuda.invalid_device"
+LOST = ("xid_79_fallen_off_bus", "gpu_fallen_off_bus")
+"""Events of a GPU leaving the bus (``gpu_xid.yaml``, ``gpu_health.yaml``)."""
+BOOT = "host.node_boot"
+GONE_FOR = timedelta(days=1)
+"""How long before the error a fall-off still counts (when no boot is seen in between)."""
+
+NODE_EVENT_COLUMNS = ["cluster", "node", "ts", "event", "gpu", "origin", "message", "source", "ts_source", "params"]
+
+
+def _node_events(events: pl.DataFrame, history: pl.LazyFrame, names: tuple[str, ...]) -> pl.DataFrame:
+    """The node events named ``names`` among ``events`` and the lake's ``history``."""
+    frames = [events.filter(pl.col("event").is_in(names)).select(NODE_EVENT_COLUMNS)]
+    if set(NODE_EVENT_COLUMNS) <= set(history.collect_schema().names()):
+        frames.append(
+            history.filter(pl.col("event").is_in(names)).select(NODE_EVENT_COLUMNS).collect()
+            .cast({c: events.schema[c] for c in NODE_EVENT_COLUMNS})
+        )
+    return pl.concat(frames).unique(["cluster", "node", "ts", "origin"]).sort("cluster", "node", "ts", "origin")
+
+
+def apply(events: pl.DataFrame, context) -> pl.DataFrame:
+    """Make a node's earlier GPU fall-off the root of an ``invalid device ordinal`` on it
+    (see the module docstring)."""
+    symptoms = events.filter((pl.col("event") == SYMPTOM) & pl.col("node").is_not_null())
+    if symptoms.is_empty():
+        return events
+    lost = _node_events(events, context.history, LOST)
+    if lost.is_empty():
+        return events
+    boots = _node_events(events, context.history, (BOOT,)).select("cluster", "node", pl.col("ts").alias("_boot"))
+    first = symptoms.sort("attempt_id", "ts", "event_id").group_by("attempt_id", maintain_order=True).first()
+    pairs = (
+        first.select("attempt_id", "cluster", "node", pl.col("ts").alias("_seen"), pl.col("event_id").alias("_symptom"))
+        .join(lost.rename({c: f"_{c}" for c in NODE_EVENT_COLUMNS if c not in ("cluster", "node")}), on=["cluster", "node"])
+        .filter((pl.col("_ts") <= pl.col("_seen")) & (pl.col("_ts") >= pl.col("_seen") - GONE_FOR))
+    )
+    # A boot between the fall-off and the error brought the GPU back (or proved it gone for good).
+    rebooted = (
+        pairs.join(boots, on=["cluster", "node"])
+        .filter((pl.col("_boot") > pl.col("_ts")) & (pl.col("_boot") <= pl.col("_seen")))
+        .select("attempt_id", "_origin").unique()
+    )
+    found = (
+        pairs.join(rebooted, on=["attempt_id", "_origin"], how="anti")
+        .sort("attempt_id", "_ts", "_origin", descending=[False, True, False])
+        .group_by("attempt_id", maintain_order=True)
+        .first()
+    )
+    if found.is_empty():
+        return events
+    template = first.join(found.select("attempt_id"), on="attempt_id")
+    added = template.join(found, on=["attempt_id", "cluster", "node"]).with_columns(
+        pl.concat_str([pl.lit(f"{RULE_ID}@"), pl.col("_origin")]).alias("event_id"),
+        pl.col("_ts").alias("ts"),
+        pl.col("_ts").alias("last_ts"),
+        pl.col("_ts").alias("ts_hi"),
+        pl.lit(1, dtype=pl.Int64).alias("count"),
+        pl.col("_gpu").alias("gpu"),
+        pl.lit(None, dtype=pl.Int32).alias("rank"),
+        pl.lit(None, dtype=pl.String).alias("port"),
+        pl.col("_source").alias("source"),
+        pl.lit(RULE_ID).alias("rule_id"),
+        pl.col("_event").alias("event"),
+        pl.lit("gpu").alias("domain"),
+        pl.lit("gpu.fallen_off_bus").alias("cause"),
+        pl.lit("root_candidate").alias("role"),
+        pl.lit("drain_node_and_restart").alias("action"),
+        pl.col("_params").alias("params"),
+        (pl.col("_message") + pl.lit(" (still gone: no boot since; this attempt's rank could not open it)")).alias("message"),
+        pl.col("_origin").alias("origin"),
+        pl.col("_ts_source").alias("ts_source"),
+        pl.lit(None, dtype=pl.String).alias("caused_by"),
+    ).select(events.columns)
+    link = found.select("attempt_id", "_symptom", pl.concat_str([pl.lit(f"{RULE_ID}@"), pl.col("_origin")]).alias("_root"))
+    relabelled = (
+        events.join(link, left_on=["attempt_id", "event_id"], right_on=["attempt_id", "_symptom"], how="left",
+                    maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("_root").is_not_null()).then(pl.lit("confirmation")).otherwise(pl.col("role")).alias("role"),
+            pl.coalesce("caused_by", "_root").alias("caused_by"),
+        )
+        .drop("_root")
+    )
+    return pl.concat([relabelled, added.cast(events.schema)])
