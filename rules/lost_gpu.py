@@ -20,6 +20,8 @@ from datetime import timedelta
 
 import polars as pl
 
+from engine.rules.python_rules import new_events
+
 RULE_ID = "lost_gpu"
 SYMPTOM = "cuda.invalid_device"
 LOST = ("xid_79_fallen_off_bus", "gpu_fallen_off_bus")
@@ -72,29 +74,15 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     if found.is_empty():
         return events
-    template = first.join(found.select("attempt_id"), on="attempt_id")
-    added = template.join(found, on=["attempt_id", "cluster", "node"]).with_columns(
-        pl.concat_str([pl.lit(f"{RULE_ID}@"), pl.col("_origin")]).alias("event_id"),
-        pl.col("_ts").alias("ts"),
-        pl.col("_ts").alias("last_ts"),
-        pl.col("_ts").alias("ts_hi"),
-        pl.lit(1, dtype=pl.Int64).alias("count"),
-        pl.col("_gpu").alias("gpu"),
-        pl.lit(None, dtype=pl.Int32).alias("rank"),
-        pl.lit(None, dtype=pl.String).alias("port"),
-        pl.col("_source").alias("source"),
-        pl.lit(RULE_ID).alias("rule_id"),
-        pl.col("_event").alias("event"),
-        pl.lit("gpu").alias("domain"),
-        pl.lit("gpu.fallen_off_bus").alias("cause"),
-        pl.lit("root_candidate").alias("role"),
-        pl.lit("drain_node_and_restart").alias("action"),
-        pl.col("_params").alias("params"),
-        (pl.col("_message") + pl.lit(" (still gone: no boot since; this attempt's rank could not open it)")).alias("message"),
-        pl.col("_origin").alias("origin"),
-        pl.col("_ts_source").alias("ts_source"),
-        pl.lit(None, dtype=pl.String).alias("caused_by"),
-    ).select(events.columns)
+    added = new_events(
+        found.select(
+            "attempt_id", "cluster", "node",
+            *[pl.col(f"_{c}").alias(c) for c in ("ts", "event", "gpu", "source", "params", "origin", "ts_source")],
+            (pl.col("_message") + pl.lit(" (still gone: no boot since; this attempt's rank could not open it)")).alias("message"),
+        ).join(first.select("attempt_id", "job_id", "user", "state", "start_ts", "end_ts"), on="attempt_id"),
+        events, rule_id=RULE_ID, event=pl.col("event"), domain="gpu", cause="gpu.fallen_off_bus",
+        role="root_candidate", action="drain_node_and_restart",
+    )
     link = found.select("attempt_id", "_symptom", pl.concat_str([pl.lit(f"{RULE_ID}@"), pl.col("_origin")]).alias("_root"))
     relabelled = (
         events.join(link, left_on=["attempt_id", "event_id"], right_on=["attempt_id", "_symptom"], how="left",
@@ -105,4 +93,4 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         )
         .drop("_root")
     )
-    return pl.concat([relabelled, added.cast(events.schema)])
+    return pl.concat([relabelled, added])

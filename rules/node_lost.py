@@ -21,6 +21,8 @@ from datetime import timedelta
 
 import polars as pl
 
+from engine.rules.python_rules import new_events
+
 RULE_ID = "node_lost"
 BOOT_EVENT = "host.node_boot"
 REBOOT_WITHIN = timedelta(hours=2)
@@ -63,25 +65,13 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         pl.col("end_ts").dt.strftime("%Y-%m-%dT%H:%M:%SZ"), pl.lit(") and booted again at "),
         pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%SZ"), pl.lit(": it lost power, hung or crashed"),
     ])
-    added = found.select(
-        pl.concat_str([pl.lit(f"{RULE_ID}@"), pl.col("origin")]).alias("event_id"),
-        pl.col("end_ts").alias("ts"),
-        pl.col("end_ts").alias("last_ts"),
-        pl.col("end_ts").alias("ts_hi"),
-        pl.lit(1, dtype=pl.Int64).alias("count"),
-        "node", "attempt_id", "cluster", "job_id", "user", "state", "start_ts", "end_ts",
-        pl.lit(RULE_ID).alias("rule_id"),
-        pl.lit("host.node_lost").alias("event"),
-        pl.lit("host").alias("domain"),
-        pl.lit("host.node_failure").alias("cause"),
-        pl.lit("root_candidate").alias("role"),
-        pl.lit("check_host").alias("action"),
-        pl.struct(pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ").alias("booted")).struct.json_encode().alias("params"),
-        message.alias("message"),
-        "origin",
-        pl.lit("inferred").alias("ts_source"),
-        "source",
+    added = new_events(
+        found.with_columns(
+            message.alias("message"),
+            pl.struct(pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ").alias("booted")).struct.json_encode().alias("params"),
+            pl.lit("inferred").alias("ts_source"),
+        ).with_columns(pl.col("end_ts").alias("ts")),
+        events, rule_id=RULE_ID, event="host.node_lost", domain="host", cause="host.node_failure",
+        role="root_candidate", action="check_host",
     )
-    return pl.concat([events, added.cast({c: events.schema[c] for c in added.columns})], how="diagonal").select(
-        events.columns
-    )
+    return pl.concat([events, added])

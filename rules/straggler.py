@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from engine.rules.python_rules import new_events
+
 RULE_ID = "straggler_rank"
 TIMEOUT_EVENT = "network.collective_timeout"
 """The event of the watchdog timeout lines (``comm.nccl_watchdog_timeout``)."""
@@ -79,24 +81,18 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         pl.lit(" ranks timed out (it reported no timeout of its own): it was busy elsewhere or hung"),
     ])
     rank_zero = pl.col("_rank") == 0
-    added = first.with_columns(
-        pl.concat_str([pl.lit(f"{RULE_ID}@"), pl.col("origin")]).alias("event_id"),
-        began.alias("ts"),
-        began.alias("last_ts"),
-        began.alias("ts_hi"),
-        pl.lit(1, dtype=pl.Int64).alias("count"),
-        pl.col("_node").alias("node"),
-        pl.col("_rank").cast(pl.Int32).alias("rank"),
-        pl.lit(None, dtype=pl.String).alias("gpu"),
-        pl.lit(None, dtype=pl.String).alias("port"),
-        pl.lit(RULE_ID).alias("rule_id"),
-        pl.lit("straggler_rank").alias("event"),
-        pl.when(rank_zero).then(pl.lit("workload")).otherwise(pl.lit("unknown")).alias("domain"),
-        pl.when(rank_zero).then(pl.lit("workload.straggler_rank")).otherwise(pl.lit("unknown.straggler_rank")).alias("cause"),
-        pl.when(rank_zero).then(pl.lit("root_candidate")).otherwise(pl.lit("context")).alias("role"),
-        pl.when(rank_zero).then(pl.lit("fix_workload")).otherwise(pl.lit("investigate")).alias("action"),
-        pl.struct(pl.col("_rank").alias("rank"), seqnum.alias("seqnum")).struct.json_encode().alias("params"),
-        message.alias("message"),
-        pl.lit(None, dtype=pl.String).alias("caused_by"),
-    ).select(events.columns).cast(events.schema)
+    added = new_events(
+        first.with_columns(
+            pl.struct(pl.col("_rank").alias("rank"), seqnum.alias("seqnum")).struct.json_encode().alias("params"),
+            message.alias("message"),
+            pl.col("_node").alias("node"),
+            pl.col("_rank").alias("rank"),
+            began.alias("ts"),
+        ).drop("gpu", "port", "caused_by"),
+        events, rule_id=RULE_ID, event="straggler_rank",
+        domain=pl.when(rank_zero).then(pl.lit("workload")).otherwise(pl.lit("unknown")),
+        cause=pl.when(rank_zero).then(pl.lit("workload.straggler_rank")).otherwise(pl.lit("unknown.straggler_rank")),
+        role=pl.when(rank_zero).then(pl.lit("root_candidate")).otherwise(pl.lit("context")),
+        action=pl.when(rank_zero).then(pl.lit("fix_workload")).otherwise(pl.lit("investigate")),
+    )
     return pl.concat([events, added])

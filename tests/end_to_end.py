@@ -1,5 +1,6 @@
 """Attribute a small hand-written case the way a user would: a saved ``sacct --parsable2``
-dump through the Slurm connector, a folder of logs through the files landing, one run."""
+dump through the Slurm connector, a folder of logs through the files landing, one run; and
+the real lines several such cases share."""
 
 from __future__ import annotations
 
@@ -22,3 +23,22 @@ def verdicts_by_job(root: Path, sacct: str, logs: Path, day: date, **land_option
     assert report.error is None, report.error
     land_log_files(lake, [logs], cluster="c1", **land_options)
     return {row["job_id"]: row for row in run_attribution(lake, day, day).verdicts.to_dicts()}
+
+
+# https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr11-176B-ml/chronicles.md
+ITERATION = "iteration   42784/ 115311 | consumed samples:    71463856 | elapsed time per iteration (s): 111.14"
+# https://github.com/lllyasviel/FramePack/issues/369
+CUDA_OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 29.76 GiB"
+# https://github.com/ymoslem/OpenNMT-Tutorial/issues/6 (a cgroup's memory limit)
+CGROUP_OOM = ("Memory cgroup out of memory: Killed process 629 (onmt_train) total-vm:14119556kB, "
+              "anon-rss:6538204kB, file-rss:80652kB, shmem-rss:16kB, UID:0 pgtables:13432kB oom_score_adj:0")
+# https://github.com/velvet-os/imagebuilder/issues/36 (the kernel's first line of a boot)
+BOOT = ("[    0.000000] Linux version 5.15.22-stb-mt8+ (root@aarch64) (gcc (Debian 10.2.1-6) 10.2.1 20210110, "
+        "GNU ld (GNU Binutils for Debian) 2.35.2) #5 SMP PREEMPT Tue Feb 22 21:52:33 CET 2022")
+# https://github.com/mempodippy/vlany/issues/28 (an ordinary daemon line: the node is alive)
+ALIVE = "systemd[1]: Started Session c2 of user root."
+
+
+def syslog(node: str, *lines: tuple[str, str]) -> str:
+    """rsyslog ISO lines of ``node`` on 2026-11-20: one per ``(HH:MM:SS, message)``."""
+    return "".join(f"2026-11-20T{clock}.000000+00:00 {node} {message}\n" for clock, message in lines)

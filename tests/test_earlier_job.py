@@ -9,19 +9,12 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import verdicts_by_job
+from tests.end_to_end import CGROUP_OOM, CUDA_OOM, ITERATION, syslog, verdicts_by_job
 
-# https://github.com/ymoslem/OpenNMT-Tutorial/issues/6
-OOM_KILL = ("Memory cgroup out of memory: Killed process 629 (onmt_train) total-vm:14119556kB, "
-            "anon-rss:6538204kB, file-rss:80652kB, shmem-rss:16kB, UID:0 pgtables:13432kB oom_score_adj:0")
 # https://github.com/doitsujin/dxvk/issues/1027
 XID_13 = "NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception: ChID 0052, Class 00000000, Offset 00001b0c, Data 1000f010"
 # https://github.com/systemd/systemd/issues/39521
 POWER_OFF = "systemd-logind[633]: System is powering down."
-# https://github.com/lllyasviel/FramePack/issues/369
-CUDA_OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 29.76 GiB"
-# https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr11-176B-ml/chronicles.md
-ITERATION = "iteration   42784/ 115311 | consumed samples:    71463856 | elapsed time per iteration (s): 111.14"
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 500|500|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n1|gres/gpu=8,node=1
@@ -32,20 +25,16 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 """
 
 
-def _syslog(node: str, clock: str, message: str) -> str:
-    return f"2026-11-20T{clock}.000000+00:00 {node} {message}\n"
-
-
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
     root = tmp_path_factory.mktemp("earlier")
     logs = root / "logs"
     logs.mkdir()
-    (logs / "n1.log").write_text(_syslog("n1", "09:50:00", f"kernel: {OOM_KILL}"))  # the job before
-    (logs / "n2.log").write_text(_syslog("n2", "10:20:00", f"kernel: {OOM_KILL}"))  # this job's
-    (logs / "n3.log").write_text(_syslog("n3", "09:55:00", POWER_OFF))  # the boot before
-    (logs / "n4.log").write_text(_syslog("n4", "10:15:00", POWER_OFF))  # during the job
-    (logs / "n5.log").write_text(_syslog("n5", "09:45:00", f"kernel: {XID_13}"))  # the job before
+    (logs / "n1.log").write_text(syslog("n1", ("09:50:00", f"kernel: {CGROUP_OOM}")))  # the job before
+    (logs / "n2.log").write_text(syslog("n2", ("10:20:00", f"kernel: {CGROUP_OOM}")))  # this job's
+    (logs / "n3.log").write_text(syslog("n3", ("09:55:00", POWER_OFF)))  # the boot before
+    (logs / "n4.log").write_text(syslog("n4", ("10:15:00", POWER_OFF)))  # during the job
+    (logs / "n5.log").write_text(syslog("n5", ("09:45:00", f"kernel: {XID_13}")))  # the job before
     for job in ("500", "502", "504"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete

@@ -9,28 +9,19 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import verdicts_by_job
+from tests.end_to_end import ALIVE, BOOT, syslog, verdicts_by_job
 
 # https://github.com/NVIDIA/nvidia-docker/issues/1553
 XID_79 = "NVRM: Xid (PCI:0000:09:00): 79, pid=0, GPU has fallen off the bus."
 # https://github.com/hpcaitech/Open-Sora/issues/40
 INVALID_DEVICE = "RuntimeError: CUDA error: invalid device ordinal"
-# https://github.com/velvet-os/imagebuilder/issues/36
-BOOT = ("[    0.000000] Linux version 5.15.22-stb-mt8+ (root@aarch64) (gcc (Debian 10.2.1-6) 10.2.1 20210110, "
-        "GNU ld (GNU Binutils for Debian) 2.35.2) #5 SMP PREEMPT Tue Feb 22 21:52:33 CET 2022")
-# https://github.com/systemd/systemd/issues/14829 (an ordinary daemon line: the node is alive)
-ALIVE = "systemd[1]: Started Session 3 of user root."
 
-# Each node ran a job that ended at 10:00; the next job started at 11:00, past the lookback.
+# The GPUs fell off at 09:50, during earlier jobs (not in this dump); these start at 11:00, past the lookback.
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 801|801|train|bob|FAILED|1:0|2026-11-20T11:00:00|2026-11-20T11:01:00|n1|gres/gpu=8,node=1
 802|802|train|bob|FAILED|1:0|2026-11-20T11:00:00|2026-11-20T11:01:00|n2|gres/gpu=8,node=1
 803|803|train|bob|FAILED|1:0|2026-11-20T11:00:00|2026-11-20T11:01:00|n3|gres/gpu=8,node=1
 """
-
-
-def _syslog(node: str, *lines: tuple[str, str]) -> str:
-    return "".join(f"2026-11-20T{clock}.000000+00:00 {node} {message}\n" for clock, message in lines)
 
 
 @pytest.fixture(scope="module")
@@ -39,10 +30,10 @@ def verdicts(tmp_path_factory):
     logs = root / "logs"
     logs.mkdir()
     alive = [("08:00:00", ALIVE), ("12:00:00", ALIVE)]
-    (logs / "n1.log").write_text(_syslog("n1", alive[0], ("09:50:00", f"kernel: {XID_79}"), alive[1]))
-    (logs / "n2.log").write_text(_syslog("n2", alive[0], ("09:50:00", f"kernel: {XID_79}"),
+    (logs / "n1.log").write_text(syslog("n1", alive[0], ("09:50:00", f"kernel: {XID_79}"), alive[1]))
+    (logs / "n2.log").write_text(syslog("n2", alive[0], ("09:50:00", f"kernel: {XID_79}"),
                                          ("10:30:00", f"kernel: {BOOT}"), alive[1]))
-    (logs / "n3.log").write_text(_syslog("n3", *alive))
+    (logs / "n3.log").write_text(syslog("n3", *alive))
     for job in ("801", "802", "803"):
         (logs / f"slurm-{job}.out").write_text(f"7: [2026-11-20 11:00:30,000] {INVALID_DEVICE}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))

@@ -9,15 +9,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import verdicts_by_job
-
-# https://github.com/velvet-os/imagebuilder/issues/36
-BOOT = ("[    0.000000] Linux version 5.15.22-stb-mt8+ (root@aarch64) (gcc (Debian 10.2.1-6) 10.2.1 20210110, "
-        "GNU ld (GNU Binutils for Debian) 2.35.2) #5 SMP PREEMPT Tue Feb 22 21:52:33 CET 2022")
-# https://github.com/systemd/systemd/issues/14829 (an ordinary daemon line: the node is alive)
-ALIVE = "systemd[1]: Started Session 3 of user root."
-# https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr11-176B-ml/chronicles.md
-ITERATION = "iteration   42784/ 115311 | consumed samples:    71463856 | elapsed time per iteration (s): 111.14"
+from tests.end_to_end import ALIVE, BOOT, ITERATION, syslog, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 700|700|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[1-2]|gres/gpu=16,node=2
@@ -26,21 +18,17 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 """
 
 
-def _syslog(node: str, *lines: tuple[str, str]) -> str:
-    return "".join(f"2026-11-20T{clock}.000000+00:00 {node} {message}\n" for clock, message in lines)
-
-
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):
     root = tmp_path_factory.mktemp("lost")
     logs = root / "logs"
     logs.mkdir()
     for node in ("n1", "n3", "n5", "n6"):
-        (logs / f"{node}.log").write_text(_syslog(node, ("07:50:00", ALIVE), ("09:30:00", ALIVE)))
+        (logs / f"{node}.log").write_text(syslog(node, ("07:50:00", ALIVE), ("09:30:00", ALIVE)))
     # n2 went silent during job 700 and booted 25 minutes after Slurm gave up on it.
-    (logs / "n2.log").write_text(_syslog("n2", ("07:50:00", ALIVE), ("09:25:00", f"kernel: {BOOT}")))
+    (logs / "n2.log").write_text(syslog("n2", ("07:50:00", ALIVE), ("09:25:00", f"kernel: {BOOT}")))
     # n4 booted too, but three hours after job 701 ended: maintenance, not this failure.
-    (logs / "n4.log").write_text(_syslog("n4", ("07:50:00", ALIVE), ("12:00:00", f"kernel: {BOOT}")))
+    (logs / "n4.log").write_text(syslog("n4", ("07:50:00", ALIVE), ("12:00:00", f"kernel: {BOOT}")))
     for job in ("700", "701", "702"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 08:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))

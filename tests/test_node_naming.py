@@ -11,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import verdicts_by_job
+from tests.end_to_end import CGROUP_OOM, CUDA_OOM, ITERATION, syslog, verdicts_by_job
 
 # https://github.com/equinor/ert/issues/7797 (a global OOM: the node ran out of memory)
 GLOBAL_OOM = (
@@ -20,19 +20,12 @@ GLOBAL_OOM = (
     "Out of memory: Killed process 1440763 (perl) total-vm:87033376kB, anon-rss:60356340kB, file-rss:0kB, "
     "shmem-rss:0kB, UID:21417 pgtables:169956kB oom_score_adj:0",
 )
-# https://github.com/ymoslem/OpenNMT-Tutorial/issues/6 (a cgroup's limit)
-CGROUP_OOM = ("Memory cgroup out of memory: Killed process 629 (onmt_train) total-vm:14119556kB, "
-              "anon-rss:6538204kB, file-rss:80652kB, shmem-rss:16kB, UID:0 pgtables:13432kB oom_score_adj:0")
 # https://github.com/kangear/tiny210v2-uboot/issues/5
 NFS_DOWN = "nfs: server 192.168.1.229 not responding, still trying"
 # https://github.com/tloen/alpaca-lora/issues/280
 QUOTA = "OSError: [Errno 122] Disk quota exceeded"
 # https://github.com/akash-network/support/issues/244
 XID_94 = "NVRM: Xid (PCI:0000:00:08): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No"
-# https://github.com/lllyasviel/FramePack/issues/369
-CUDA_OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 29.76 GiB"
-# https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr11-176B-ml/chronicles.md
-ITERATION = "iteration   42784/ 115311 | consumed samples:    71463856 | elapsed time per iteration (s): 111.14"
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 600|600|train|alice|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n1|gres/gpu=8,node=1
@@ -44,8 +37,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 """
 
 
-def _syslog(node: str, clock: str, *messages: str) -> str:
-    return "".join(f"2026-11-20T{clock}.{k:06d}+00:00 {node} kernel: {m}\n" for k, m in enumerate(messages))
+def _kernel(node: str, clock: str, *messages: str) -> str:
+    return syslog(node, *((clock, f"kernel: {m}") for m in messages))
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +46,12 @@ def verdicts(tmp_path_factory):
     root = tmp_path_factory.mktemp("naming")
     logs = root / "logs"
     logs.mkdir()
-    (logs / "n1.log").write_text(_syslog("n1", "10:20:00", *GLOBAL_OOM))
-    (logs / "n2.log").write_text(_syslog("n2", "10:20:00", CGROUP_OOM))
-    (logs / "n3.log").write_text(_syslog("n3", "10:20:00", NFS_DOWN))
-    (logs / "n4.log").write_text(_syslog("n4", "10:20:01", NFS_DOWN))
-    (logs / "n5.log").write_text(_syslog("n5", "10:20:00", NFS_DOWN))
-    (logs / "n7.log").write_text(_syslog("n7", "09:50:00", XID_94))  # the job before's process
+    (logs / "n1.log").write_text(_kernel("n1", "10:20:00", *GLOBAL_OOM))
+    (logs / "n2.log").write_text(_kernel("n2", "10:20:00", CGROUP_OOM))
+    (logs / "n3.log").write_text(_kernel("n3", "10:20:00", NFS_DOWN))
+    (logs / "n4.log").write_text(_kernel("n4", "10:20:01", NFS_DOWN))
+    (logs / "n5.log").write_text(_kernel("n5", "10:20:00", NFS_DOWN))
+    (logs / "n7.log").write_text(_kernel("n7", "09:50:00", XID_94))  # the job before's process
     for job in ("600", "601", "602", "603"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     (logs / "slurm-604.out").write_text(f"[2026-11-20 10:29:00,000] {QUOTA}\n")

@@ -109,6 +109,39 @@ def load_python_rule(path: Path) -> ApplyFn:
     return apply
 
 
+def new_events(
+    rows: pl.DataFrame, like: pl.DataFrame, *, rule_id: str, event: str | pl.Expr, domain: str | pl.Expr,
+    cause: str | pl.Expr, role: str | pl.Expr, action: str | pl.Expr,
+) -> pl.DataFrame:
+    """Events a python rule adds, in the columns and dtypes of ``like`` (the events it got).
+
+    ``rows`` has one row per new event with at least ``attempt_id``, ``node``, ``ts``,
+    ``origin`` (the line the inference rests on) and ``message``; any other column of
+    ``like`` it carries (``gpu``, ``rank``, ``params``, ``source``, the attempt columns…) is
+    kept, the rest are null. Each new event gets ``event_id`` ``<rule_id>@<origin>``,
+    ``rule_id``, one occurrence at ``ts`` (``last_ts`` and ``ts_hi`` too) and the outcome
+    given (a value, or an expression over ``rows``).
+    """
+    def value(v: str | pl.Expr) -> pl.Expr:
+        return v if isinstance(v, pl.Expr) else pl.lit(v, dtype=pl.String)
+
+    built = rows.with_columns(
+        pl.concat_str([pl.lit(f"{rule_id}@"), pl.col("origin")]).alias("event_id"),
+        pl.col("ts").alias("last_ts"),
+        pl.col("ts").alias("ts_hi"),
+        pl.lit(1, dtype=pl.Int64).alias("count"),
+        pl.lit(rule_id).alias("rule_id"),
+        value(event).alias("event"),
+        value(domain).alias("domain"),
+        value(cause).alias("cause"),
+        value(role).alias("role"),
+        value(action).alias("action"),
+    )
+    return built.select(
+        pl.col(c).cast(t) if c in built.columns else pl.lit(None, dtype=t).alias(c) for c, t in like.schema.items()
+    )
+
+
 def run_python_rules(
     events: pl.DataFrame, rules: Iterable[LoadedPythonRule], context: RuleContext
 ) -> pl.DataFrame:
