@@ -20,7 +20,8 @@ per attempt it touched) and the attempt columns ``state``, ``job_id``, ``user``,
 
 ``apply`` returns a frame with the same columns (same names and dtypes). It may change
 ``role``, ``domain``, ``cause`` and ``action`` of existing rows and add rows (give new rows
-an ``event_id`` of the form ``<rule id>@<origin>`` and ``rule_id`` = the rule's id); it must
+an ``event_id`` of the form ``<rule id>@<origin>`` and ``rule_id`` = the rule's id;
+:func:`new_events` builds such rows); it must
 never drop or rename columns. It must be columnar (Polars expressions and joins, no loop over
 rows) and deterministic: the same input gives the same output.
 
