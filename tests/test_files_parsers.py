@@ -277,6 +277,21 @@ def test_app_timestamp_styles_and_broken_prefixes(tmp_path):
     assert sorted(parsed.rejects["reason"].str.slice(0, 20)) == ["invalid date in the ", "torchrun prefix with"]
 
 
+def test_megatron_iteration_stamp_after_its_leading_space(tmp_path):
+    # Megatron-LM prints f" [{datetime.now():%Y-%m-%d %H:%M:%S}]" + " iteration …" (a leading
+    # space: megatron/training/training.py, NVIDIA/Megatron-LM@86df799); the line below is
+    # built from that format, behind an srun --label prefix and alone.
+    iteration = " iteration      539/  500000 | consumed samples:       275968 |"
+    lines = [f"15:  [2026-05-23 00:21:30]{iteration}", f" [2026-05-23 00:41:30]{iteration}", f"15:  File {iteration}"]
+    parsed = read_log_file(write(tmp_path / "slurm-9.out", lines), source="app")
+    obs = parsed.observations
+    assert obs["ts"].to_list()[:2] == [datetime(2026, 5, 23, 0, 21, 30, tzinfo=UTC), datetime(2026, 5, 23, 0, 41, 30, tzinfo=UTC)]
+    assert obs["ts_source"].to_list() == ["line", "line", "inferred"]
+    assert obs["rank"].to_list() == [15, None, 15]
+    assert obs["message"][0].startswith("iteration      539/")
+    assert obs["message"][2] == f" File {iteration}"  # spaces before text that is not a stamp stay
+
+
 def test_kubectl_timestamps_and_container_prefixes(tmp_path):
     lines = [
         f"2026-11-30T15:32:38.123456789Z [default0]:[rank0]: {CUDA_OOM[0]}",

@@ -6,8 +6,10 @@ Lines are free text behind optional prefixes, peeled off in this order:
 2. a torchrun prefix ``[default3]:`` / ``[rank3]:`` (``[<role><global rank>]:``, which wins
    over the task id: under one torchrun per node the task id is the node index), optionally
    after a ``[pid] `` tag; a second one (``[default0]:[rank0]:``) is peeled too;
-3. a stamp: glog/PyTorch ``[E1130 15:32:38.123456 12345 file.cpp:123]`` (no year, rolled
-   over like RFC 3164; PyTorch prints the month unpadded: ``E205`` is 5 February), Python logging ``[2026-11-30 15:32:38,123]`` or any ISO-8601 stamp;
+3. a stamp, after any spaces (Megatron-LM prints `` [2026-11-30 15:32:38] iteration …``):
+   glog/PyTorch ``[E1130 15:32:38.123456 12345 file.cpp:123]`` (no year, rolled over like
+   RFC 3164; PyTorch prints the month unpadded: ``E205`` is 5 February), Python logging
+   ``[2026-11-30 15:32:38,123]`` or any ISO-8601 stamp;
 4. NCCL's ``host:pid:tid [dev] `` (host → ``node``, program ``nccl``).
 
 slurmstepd's cancellation banner (``*** JOB 867816 ON c0700a-s1 CANCELLED AT
@@ -30,7 +32,7 @@ LABEL = r" *(?P<label>[0-9]+): "
 LAUNCHER = r"(?:\[[0-9]+\] )?\[(?P<role>[A-Za-z_]+)(?P<trank>[0-9]+)\]: ?(?:\[[A-Za-z_]+[0-9]+\]: ?)*"
 BROKEN_LAUNCHER = r"^(?:\[[0-9]+\] )?\[(?:rank|default)[^\]]*\]:"
 STAMP = (
-    r"(?:"
+    r" *(?:"
     r"\[?[IWEF](?P<gmon>[0-9]{1,2})(?P<gday>[0-9]{2}) (?P<gtime>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
     r"|\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)\]?:?"
     r") ?"
