@@ -265,8 +265,9 @@ LINK_UP_CAUSE = "network.link_up"
 def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
     """A port that went down and came back up before the attempt started failing is not
     its root cause: such link-down root candidates become ``context`` — unless errors the
-    application reported were tied to it as its confirmations (NCCL's ``NET/IB`` retry
-    errors: the flap did break the job's traffic, though the watchdog noticed only later).
+    application reported were tied to it, or to another link-down of its node, as their
+    confirmations (NCCL's ``NET/IB`` retry errors: the flap did break the job's traffic,
+    though the watchdog noticed only later).
 
     "Started failing" is the first cascade of the attempt, or its end when it has none. A
     cascade that reports a timeout (``timeout_ms`` in its params: the NCCL watchdog's
@@ -291,15 +292,20 @@ def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
     ups = events.filter(pl.col("cause") == LINK_UP_CAUSE).select(
         "attempt_id", "node", "port", pl.col("ts").alias("_up")
     )
-    confirmed = events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null()).select(
-        "attempt_id", pl.col("caused_by").alias("event_id")
+    # A confirmed link-down keeps every link-down of its node in the attempt: the kernel
+    # reports one flap at the netdev and at the HCA port, and the errors link to one of them.
+    confirmed = (
+        events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+        .select("attempt_id", pl.col("caused_by").alias("event_id"))
+        .join(downs.select("attempt_id", "event_id", "node"), on=["attempt_id", "event_id"])
+        .select("attempt_id", "node").unique()
     )
     recovered = (
         downs.select("_row", "attempt_id", "node", "port", "event_id", "ts")
         .join(ups, on=["attempt_id", "node", "port"], how="inner", nulls_equal=True)
         .join(failing, on="attempt_id")
         .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") < pl.col("_failing")))
-        .join(confirmed, on=["attempt_id", "event_id"], how="anti")
+        .join(confirmed, on=["attempt_id", "node"], how="anti", nulls_equal=True)
         .select("_row", pl.lit(True).alias("_recovered"))
         .unique()
     )

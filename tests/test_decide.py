@@ -194,6 +194,31 @@ def test_a_flapping_link_the_application_felt_stays_the_root():
     assert correlated.filter(pl.col("event") == "nccl_ib_completion_error")["role"].to_list() == ["confirmation"]
 
 
+def test_a_felt_flap_keeps_its_port_when_the_errors_link_to_the_netdev_line():
+    """The kernel reports one flap twice: the netdev's "Link down" (no port) and the HCA
+    port's "Port: 1 Link DOWN" a few ms later. The NET/IB errors confirm the first; the
+    port's line stays a root too, so the verdict names the port."""
+    att = attempts({"attempt_id": "a"})
+    ev = events(
+        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10)},
+        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10.0001),
+         "port": "mlx5_1:1"},
+        {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
+         "port": "mlx5_1:1"},
+        {"event": "nccl_ib_completion_error", "domain": "network", "cause": "network.transport_retry_exceeded",
+         "attempt_id": "a", "ts": at(10.05), "source": "app"},
+        {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
+         "attempt_id": "a", "ts": at(20)},
+    )
+    port_over_retry = PrecedenceRule(
+        kind="precedence", id="p.port_over_retry", title="t",
+        prefer=Selector(roles=["root_candidate"], causes=["network.link_down"]),
+        over=Selector(causes=["network.transport_retry_exceeded"]), scope="attempt", window="30m",
+    )
+    v, _ = verdict(att, ev, p=pack(precedence=(*PRECEDENCE, port_over_retry)))
+    assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_1:1"])
+
+
 def test_a_link_that_flapped_while_the_collective_hung_stays_the_root():
     """The port was back up 6 s later, but the watchdog that fired 10 minutes after the
     flap says the collective had hung since then: the job was already failing."""
