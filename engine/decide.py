@@ -102,6 +102,15 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
     names = pl.col("names_node")
+    # A shared service (``alone``) that several nodes of the attempt report with the root's
+    # cause, at any time of the attempt (clients notice a dead server at their own pace).
+    shared = (
+        candidates.join(first.select("attempt_id", "root_cause"), on="attempt_id")
+        .filter(pl.col("cause") == pl.col("root_cause"))
+        .join(naming.filter(names == "alone"), on=["rule_id", "event"], how="semi")
+        .group_by("attempt_id")
+        .agg((pl.col("node").n_unique() > 1).alias("_shared"))
+    )
     culprits = (
         near.filter(pl.col("domain") == pl.col("root_domain"))
         .join(naming, on=["rule_id", "event"], how="left")
@@ -112,10 +121,13 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
             _sorted_unique("port").alias("culprit_ports"),
             _sorted_unique("rank").alias("culprit_ranks"),
             pl.col("_row").alias("root_rows"),
-            # A culprit event that never names its node, or a shared service reported from
-            # several nodes at once, leaves the nodes out.
-            ~((names == "never").any() | (pl.col("node").filter(names == "alone").n_unique() > 1)).alias("names_node"),
+            (names == "never").any().alias("_never"),
         )
+        # A culprit event that never names its node, or a shared service reported from
+        # several nodes, leaves the nodes out.
+        .join(shared, on="attempt_id", how="left")
+        .with_columns(~(pl.col("_never") | pl.col("_shared").fill_null(False)).alias("names_node"))
+        .drop("_never", "_shared")
     )
     printed_after_root = (pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line"))
     alternatives = (

@@ -49,7 +49,7 @@ def verdicts(tmp_path_factory):
     (logs / "n1.log").write_text(_kernel("n1", "10:20:00", *GLOBAL_OOM))
     (logs / "n2.log").write_text(_kernel("n2", "10:20:00", CGROUP_OOM))
     (logs / "n3.log").write_text(_kernel("n3", "10:20:00", NFS_DOWN))
-    (logs / "n4.log").write_text(_kernel("n4", "10:20:01", NFS_DOWN))
+    (logs / "n4.log").write_text(_kernel("n4", "10:22:30", NFS_DOWN))  # noticed at its own pace
     (logs / "n5.log").write_text(_kernel("n5", "10:20:00", NFS_DOWN))
     (logs / "n7.log").write_text(_kernel("n7", "09:50:00", XID_94))  # the job before's process
     for job in ("600", "601", "602", "603"):
