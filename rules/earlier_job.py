@@ -5,9 +5,9 @@ to ``grace`` after its end — reaches it, so that a GPU that fell off the bus s
 a job started still explains the job's failure. Some events cannot outlive what they
 happened to: an OOM kill ends the process it names, XID 13/31/43 end the GPU context of
 the process that faulted, a contained ECC error (XID 94) ends the process whose memory it
-hit and leaves the GPU in service, and a power-off ends the boot the node was in. Stamped before
-the attempt started, they belong to the job (or the boot) before it: for this attempt they
-are ``context``, never its root. Their own ones, after the start, keep their role.
+hit and leaves the GPU in service, and a power-off ends the boot the node was in. Stamped
+before the attempt started, they belong to the job (or the boot) before it: for this
+attempt they are ``context``, never its root. Their own ones, after the start, keep their role.
 
 Declared in ``host.yaml``, after ``xid_roles`` (``gpu_xid.yaml``), whose repeat-offender
 upgrade does not outrank this. Contract: :mod:`engine.rules.python_rules`.

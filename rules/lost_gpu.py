@@ -20,7 +20,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.rules.python_rules import new_events
+from engine.rules.python_rules import known_events, new_events
 
 RULE_ID = "lost_gpu"
 SYMPTOM = "cuda.invalid_device"
@@ -31,17 +31,7 @@ GONE_FOR = timedelta(days=1)
 """How long before the error a fall-off still counts (when no boot is seen in between)."""
 
 NODE_EVENT_COLUMNS = ["cluster", "node", "ts", "event", "gpu", "origin", "message", "source", "ts_source", "params"]
-
-
-def _node_events(events: pl.DataFrame, history: pl.LazyFrame, names: tuple[str, ...]) -> pl.DataFrame:
-    """The node events named ``names`` among ``events`` and the lake's ``history``."""
-    frames = [events.filter(pl.col("event").is_in(names)).select(NODE_EVENT_COLUMNS)]
-    if set(NODE_EVENT_COLUMNS) <= set(history.collect_schema().names()):
-        frames.append(
-            history.filter(pl.col("event").is_in(names)).select(NODE_EVENT_COLUMNS).collect()
-            .cast({c: events.schema[c] for c in NODE_EVENT_COLUMNS})
-        )
-    return pl.concat(frames).unique(["cluster", "node", "ts", "origin"]).sort("cluster", "node", "ts", "origin")
+"""What a fall-off carries over to the root it becomes."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
@@ -50,10 +40,10 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     symptoms = events.filter((pl.col("event") == SYMPTOM) & pl.col("node").is_not_null())
     if symptoms.is_empty():
         return events
-    lost = _node_events(events, context.history, LOST)
+    lost = known_events(events, context, LOST, NODE_EVENT_COLUMNS)
     if lost.is_empty():
         return events
-    boots = _node_events(events, context.history, (BOOT,)).select("cluster", "node", pl.col("ts").alias("_boot"))
+    boots = known_events(events, context, [BOOT], ["cluster", "node", "ts"]).rename({"ts": "_boot"})
     first = symptoms.sort("attempt_id", "ts", "event_id").group_by("attempt_id", maintain_order=True).first()
     pairs = (
         first.select("attempt_id", "cluster", "node", pl.col("ts").alias("_seen"), pl.col("event_id").alias("_symptom"))

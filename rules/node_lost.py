@@ -21,21 +21,12 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.rules.python_rules import new_events
+from engine.rules.python_rules import known_events, new_events
 
 RULE_ID = "node_lost"
 BOOT_EVENT = "host.node_boot"
 REBOOT_WITHIN = timedelta(hours=2)
 """How long after a NODE_FAIL attempt ended a boot of one of its nodes still names it."""
-
-
-def _boots(events: pl.DataFrame, history: pl.LazyFrame) -> pl.DataFrame:
-    """Every boot known: ``cluster``, ``node``, ``ts``, ``origin``, ``source``."""
-    columns = ["cluster", "node", "ts", "origin", "source"]
-    frames = [events.filter(pl.col("event") == BOOT_EVENT).select(columns)]
-    if set(columns + ["event"]) <= set(history.collect_schema().names()):
-        frames.append(history.filter(pl.col("event") == BOOT_EVENT).select(columns).collect())
-    return pl.concat(frames).unique().sort(columns)
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
@@ -46,7 +37,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         return events
     rooted = events.filter(pl.col("role") == "root_candidate").select("attempt_id").unique()
     lost = lost.join(rooted, on="attempt_id", how="anti")
-    boots = _boots(events, context.history)
+    boots = known_events(events, context, [BOOT_EVENT], ["cluster", "node", "ts", "origin", "source"])
     if lost.is_empty() or boots.is_empty():
         return events
     found = (

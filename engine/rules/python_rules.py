@@ -110,6 +110,20 @@ def load_python_rule(path: Path) -> ApplyFn:
     return apply
 
 
+def known_events(events: pl.DataFrame, context: RuleContext, names: Iterable[str], columns: list[str]) -> pl.DataFrame:
+    """``columns`` of every event named in ``names``, among ``events`` (the run's) and the
+    lake's past events (``context.history``, when it has those columns), once each: what
+    a rule needs when the evidence it looks for may lie outside the attempt's window."""
+    names = list(names)
+    frames = [events.filter(pl.col("event").is_in(names)).select(columns)]
+    if set(columns) | {"event"} <= set(context.history.collect_schema().names()):
+        frames.append(
+            context.history.filter(pl.col("event").is_in(names)).select(columns).collect()
+            .cast({c: events.schema[c] for c in columns})
+        )
+    return pl.concat(frames).unique().sort(columns)
+
+
 def new_events(
     rows: pl.DataFrame, like: pl.DataFrame, *, rule_id: str, event: str | pl.Expr, domain: str | pl.Expr,
     cause: str | pl.Expr, role: str | pl.Expr, action: str | pl.Expr,
