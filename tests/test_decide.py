@@ -27,6 +27,13 @@ PRECEDENCE = (
                    over=Selector(events=["cuda_error"]), scope="node", window="5m"),
 )
 
+PORT_OVER_RETRY = PrecedenceRule(
+    kind="precedence", id="p.port_over_retry", title="t",
+    prefer=Selector(roles=["root_candidate"], causes=["network.link_down"]),
+    over=Selector(causes=["network.transport_retry_exceeded"]), scope="attempt", window="30m",
+)
+"""A link-down outranks the NCCL retry errors it causes: they become its confirmations."""
+
 
 def pack(**kw):
     base = dict(extract=(), suppress=SUPPRESS, precedence=PRECEDENCE, metric=(), state=STATE_RULES, python=(),
@@ -184,12 +191,7 @@ def test_a_flapping_link_the_application_felt_stays_the_root():
         {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
          "attempt_id": "a", "ts": at(20)},
     )
-    port_over_retry = PrecedenceRule(
-        kind="precedence", id="p.port_over_retry", title="t",
-        prefer=Selector(roles=["root_candidate"], causes=["network.link_down"]),
-        over=Selector(causes=["network.transport_retry_exceeded"]), scope="attempt", window="30m",
-    )
-    v, correlated = verdict(att, ev, p=pack(precedence=(*PRECEDENCE, port_over_retry)))
+    v, correlated = verdict(att, ev, p=pack(precedence=(*PRECEDENCE, PORT_OVER_RETRY)))
     assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
     assert correlated.filter(pl.col("event") == "nccl_ib_completion_error")["role"].to_list() == ["confirmation"]
 
@@ -210,12 +212,7 @@ def test_a_felt_flap_keeps_its_port_when_the_errors_link_to_the_netdev_line():
         {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
          "attempt_id": "a", "ts": at(20)},
     )
-    port_over_retry = PrecedenceRule(
-        kind="precedence", id="p.port_over_retry", title="t",
-        prefer=Selector(roles=["root_candidate"], causes=["network.link_down"]),
-        over=Selector(causes=["network.transport_retry_exceeded"]), scope="attempt", window="30m",
-    )
-    v, _ = verdict(att, ev, p=pack(precedence=(*PRECEDENCE, port_over_retry)))
+    v, _ = verdict(att, ev, p=pack(precedence=(*PRECEDENCE, PORT_OVER_RETRY)))
     assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_1:1"])
 
 
