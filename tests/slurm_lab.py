@@ -172,6 +172,11 @@ class SlurmLab:
         """Wait until ``job_id`` runs."""
         _wait(lambda: self.job_state(job_id) == "RUNNING", timeout, f"job {job_id} running")
 
+    def wait_file(self, name: str, timeout: float = 60) -> None:
+        """Wait until a job has written ``name`` in the jobs' working folder: its batch
+        script started (RUNNING in the controller comes before the step on the node)."""
+        _wait(lambda: (self.root / "jobs" / name).exists(), timeout, f"{name} written by a job")
+
     def accounted_states(self, job_ids: list[str]) -> dict[str, str]:
         """Allocation state per job (array tasks as ``<id>_<task>``) as slurmdbd records it."""
         # ask with a time window as the connector does: right after a node failure slurmdbd

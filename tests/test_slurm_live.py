@@ -55,8 +55,10 @@ def lab(tmp_path_factory):
 
 def _run_scenario(lab: SlurmLab) -> dict[str, str]:
     jobs = {"timeout": lab.sbatch("--job-name=tolong", "--time=1", "--wrap", "sleep 300")}
-    jobs["cancel"] = lab.sbatch("--job-name=cancelme", "--wrap", "sleep 300")
-    lab.wait_running(jobs["cancel"])
+    # Cancelled once its batch script runs: a job cancelled while RUNNING but before its
+    # batch step started on the node (a loaded machine) has no step that saw the SIGTERM.
+    jobs["cancel"] = lab.sbatch("--job-name=cancelme", "--wrap", "touch cancelme.started; sleep 300")
+    lab.wait_file("cancelme.started")
     lab.run("scancel", jobs["cancel"])
     jobs["ok"] = lab.sbatch("--job-name=ok", "--wrap", "true")
     jobs["fail3"] = lab.sbatch("--job-name=fail3", "--wrap", "exit 3")
