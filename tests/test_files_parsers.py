@@ -292,6 +292,23 @@ def test_megatron_iteration_stamp_after_its_leading_space(tmp_path):
     assert obs["message"][2] == f" File {iteration}"  # spaces before text that is not a stamp stay
 
 
+def test_detectron2_stamps_without_a_year(tmp_path):
+    lines = [
+        # https://github.com/facebookresearch/detectron2/issues/5037 (console format)
+        "[07/21 10:31:18 d2.utils.events]:  eta: 0:02:03  iter: 1039  total_loss: 3.114  loss_cls: 0.8566",
+        # https://github.com/facebookresearch/detectron2/issues/3023 (log file format)
+        "[05/10 04:24:12] d2.utils.events INFO:  eta: 1:21:58  iter: 1959  total_loss: 0  time: 0.6119",
+    ]
+    parsed = read_log_file(write(tmp_path / "train.log", ["3: " + line for line in lines]), year=2026, source="app")
+    obs = parsed.observations
+    assert obs["ts"].to_list() == [datetime(2026, 7, 21, 10, 31, 18, tzinfo=UTC), datetime(2026, 5, 10, 4, 24, 12, tzinfo=UTC)]
+    assert obs["ts_source"].to_list() == ["line", "line"]
+    assert obs["message"].to_list() == [
+        " eta: 0:02:03  iter: 1039  total_loss: 3.114  loss_cls: 0.8566",  # one of detectron2's two spaces
+        "d2.utils.events INFO:  eta: 1:21:58  iter: 1959  total_loss: 0  time: 0.6119",
+    ]
+
+
 def test_kubectl_timestamps_and_container_prefixes(tmp_path):
     lines = [
         f"2026-11-30T15:32:38.123456789Z [default0]:[rank0]: {CUDA_OOM[0]}",

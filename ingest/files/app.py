@@ -9,7 +9,8 @@ Lines are free text behind optional prefixes, peeled off in this order:
 3. a stamp, after any spaces (Megatron-LM prints `` [2026-11-30 15:32:38] iteration …``):
    glog/PyTorch ``[E1130 15:32:38.123456 12345 file.cpp:123]`` (no year, rolled over like
    RFC 3164; PyTorch prints the month unpadded: ``E205`` is 5 February), Python logging
-   ``[2026-11-30 15:32:38,123]`` or any ISO-8601 stamp;
+   ``[2026-11-30 15:32:38,123]``, any ISO-8601 stamp, or detectron2's
+   ``[07/21 10:31:18 d2.utils.events]:`` (no year either);
 4. NCCL's ``host:pid:tid [dev] `` (host → ``node``, program ``nccl``).
 
 slurmstepd's cancellation banner (``*** JOB 867816 ON c0700a-s1 CANCELLED AT
@@ -35,6 +36,7 @@ STAMP = (
     r" *(?:"
     r"\[?[IWEF](?P<gmon>[0-9]{1,2})(?P<gday>[0-9]{2}) (?P<gtime>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
     r"|\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)\]?:?"
+    r"|\[(?P<dmon>[0-9]{2})/(?P<dday>[0-9]{2}) (?P<dtime>[0-9]{2}:[0-9]{2}:[0-9]{2})(?: [\w.]+)?\]:?"
     r") ?"
 )
 NCCL_HOST = r"(?P<nhost>[A-Za-z0-9][A-Za-z0-9._-]*):[0-9]+:[0-9]+ \[[0-9]+\] "
@@ -55,9 +57,10 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
     """Add ``rank``, ``node``, ``program``, ``message``, ``ts`` and ``reason`` columns by
     peeling the prefixes (see the module docstring) off column ``text``."""
     frame = peel(frame, text, PREFIXES, "_message")
+    # glog and detectron2 stamps carry no year: one year-less reading for both.
     frame = frame.with_columns(
-        pl.col("gmon").cast(pl.Int32).alias("_month"),
-        pl.concat_str([pl.col("gday"), pl.col("gtime")], separator=" ").alias("_rest"),
+        pl.coalesce("gmon", "dmon").cast(pl.Int32).alias("_month"),
+        pl.concat_str([pl.coalesce("gday", "dday"), pl.coalesce("gtime", "dtime")], separator=" ").alias("_rest"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_glog_ts"))
     # Only lines holding the banner's words reach its regex (the others as null).
@@ -69,7 +72,7 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
     )
     ts = pl.col("ts")
     message = pl.col("_message")
-    has_stamp = pl.col("gmon").is_not_null() | pl.col("iso").is_not_null()
+    has_stamp = pl.col("_month").is_not_null() | pl.col("iso").is_not_null()
     reason = (
         pl.when(has_stamp & ts.is_null()).then(pl.lit("invalid date in the line's timestamp prefix"))
         .when(pl.col("trank").is_null() & pl.col(text).str.contains(BROKEN_AFTER_LABEL))
