@@ -46,34 +46,36 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     boots = known_events(events, context, [BOOT], ["cluster", "node", "ts"]).rename({"ts": "_boot"})
     first = symptoms.sort("attempt_id", "ts", "event_id").group_by("attempt_id", maintain_order=True).first()
     pairs = (
-        first.select("attempt_id", "cluster", "node", pl.col("ts").alias("_seen"), pl.col("event_id").alias("_symptom"))
-        .join(lost.rename({c: f"_{c}" for c in NODE_EVENT_COLUMNS if c not in ("cluster", "node")}), on=["cluster", "node"])
-        .filter((pl.col("_ts") <= pl.col("_seen")) & (pl.col("_ts") >= pl.col("_seen") - GONE_FOR))
+        first.select(
+            "attempt_id", "cluster", "node", "job_id", "user", "state", "start_ts", "end_ts",
+            pl.col("ts").alias("_seen"), pl.col("event_id").alias("_symptom"),
+        )
+        .join(lost, on=["cluster", "node"])
+        .filter((pl.col("ts") <= pl.col("_seen")) & (pl.col("ts") >= pl.col("_seen") - GONE_FOR))
     )
     # A boot between the fall-off and the error brought the GPU back (or proved it gone for good).
     rebooted = (
         pairs.join(boots, on=["cluster", "node"])
-        .filter((pl.col("_boot") > pl.col("_ts")) & (pl.col("_boot") <= pl.col("_seen")))
-        .select("attempt_id", "_origin").unique()
+        .filter((pl.col("_boot") > pl.col("ts")) & (pl.col("_boot") <= pl.col("_seen")))
+        .select("attempt_id", "origin").unique()
     )
     found = (
-        pairs.join(rebooted, on=["attempt_id", "_origin"], how="anti")
-        .sort("attempt_id", "_ts", "_origin", descending=[False, True, False])
+        pairs.join(rebooted, on=["attempt_id", "origin"], how="anti")
+        .sort("attempt_id", "ts", "origin", descending=[False, True, False])
         .group_by("attempt_id", maintain_order=True)
         .first()
     )
     if found.is_empty():
         return events
     added = new_events(
-        found.select(
-            "attempt_id", "cluster", "node",
-            *[pl.col(f"_{c}").alias(c) for c in ("ts", "event", "gpu", "source", "params", "origin", "ts_source")],
-            (pl.col("_message") + pl.lit(" (still gone: no boot since; this attempt's rank could not open it)")).alias("message"),
-        ).join(first.select("attempt_id", "job_id", "user", "state", "start_ts", "end_ts"), on="attempt_id"),
+        found.with_columns(
+            (pl.col("message") + pl.lit(" (still gone: no boot since; this attempt's rank could not open it)")).alias("message"),
+        ),
         events, rule_id=RULE_ID, event=pl.col("event"), domain="gpu", cause="gpu.fallen_off_bus",
         role="root_candidate", action="drain_node_and_restart",
     )
-    link = found.select("attempt_id", "_symptom", pl.concat_str([pl.lit(f"{RULE_ID}@"), pl.col("_origin")]).alias("_root"))
+    # The added events keep the order of ``found``: each links its attempt's symptom.
+    link = found.select("attempt_id", "_symptom", added["event_id"].alias("_root"))
     relabelled = (
         events.join(link, left_on=["attempt_id", "event_id"], right_on=["attempt_id", "_symptom"], how="left",
                     maintain_order="left")

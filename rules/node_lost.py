@@ -21,7 +21,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.rules.python_rules import known_events, new_events
+from engine.rules.python_rules import known_events, new_events, rooted_attempts
 
 RULE_ID = "node_lost"
 BOOT_EVENT = "host.node_boot"
@@ -35,8 +35,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     lost = context.attempts.filter(pl.col("state") == "node_fail")
     if lost.is_empty():
         return events
-    rooted = events.filter(pl.col("role") == "root_candidate").select("attempt_id").unique()
-    lost = lost.join(rooted, on="attempt_id", how="anti")
+    lost = lost.join(rooted_attempts(events), on="attempt_id", how="anti")
     boots = known_events(events, context, [BOOT_EVENT], ["cluster", "node", "ts", "origin", "source"])
     if lost.is_empty() or boots.is_empty():
         return events

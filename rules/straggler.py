@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import new_events
+from engine.rules.python_rules import new_events, rooted_attempts
 
 RULE_ID = "straggler_rank"
 TIMEOUT_EVENT = "network.collective_timeout"
@@ -42,11 +42,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     watchdog timeout but one (a ``workload`` root for rank 0, ``context`` otherwise)."""
     if events.is_empty() or context.attempts.is_empty():
         return events
-    rootless = events.group_by("attempt_id").agg((pl.col("role") == "root_candidate").any().alias("_rooted")).filter(
-        ~pl.col("_rooted")
-    )
     timeouts = events.filter((pl.col("event") == TIMEOUT_EVENT) & pl.col("rank").is_not_null()).join(
-        rootless.select("attempt_id"), on="attempt_id", how="semi"
+        rooted_attempts(events), on="attempt_id", how="anti"
     )
     if timeouts.is_empty():
         return events

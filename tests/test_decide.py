@@ -178,19 +178,26 @@ def test_link_that_came_back_before_the_failure_is_not_the_root():
     assert (v["b"]["cause"], v["b"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
 
 
-def test_a_flapping_link_the_application_felt_stays_the_root():
-    """The port came back up before the watchdog fired, but NCCL reported NET/IB retry
-    errors meanwhile (confirmations of the link-down): the flap broke the job's traffic."""
-    att = attempts({"attempt_id": "a"})
-    ev = events(
-        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10), "port": "mlx5_0:1"},
+def _felt_flap(port: str, *downs: dict) -> pl.DataFrame:
+    """Attempt ``a``'s events around a flap: the link-down lines ``downs`` (from 10 min),
+    ``port`` back up 6 s later, a NCCL NET/IB retry error between, the watchdog at 20 min."""
+    link_down = {"event": "link_down", "domain": "network", "cause": "network.link_down"}
+    return events(
+        *(link_down | d for d in downs),
         {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
-         "port": "mlx5_0:1"},
+         "port": port},
         {"event": "nccl_ib_completion_error", "domain": "network", "cause": "network.transport_retry_exceeded",
          "attempt_id": "a", "ts": at(10.05), "source": "app"},
         {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
          "attempt_id": "a", "ts": at(20)},
     )
+
+
+def test_a_flapping_link_the_application_felt_stays_the_root():
+    """The port came back up before the watchdog fired, but NCCL reported NET/IB retry
+    errors meanwhile (confirmations of the link-down): the flap broke the job's traffic."""
+    att = attempts({"attempt_id": "a"})
+    ev = _felt_flap("mlx5_0:1", {"ts": at(10), "port": "mlx5_0:1"})
     v, correlated = verdict(att, ev, p=pack(precedence=(*PRECEDENCE, PORT_OVER_RETRY)))
     assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
     assert correlated.filter(pl.col("event") == "nccl_ib_completion_error")["role"].to_list() == ["confirmation"]
@@ -201,17 +208,7 @@ def test_a_felt_flap_keeps_its_port_when_the_errors_link_to_the_netdev_line():
     port's "Port: 1 Link DOWN" a few ms later. The NET/IB errors confirm the first; the
     port's line stays a root too, so the verdict names the port."""
     att = attempts({"attempt_id": "a"})
-    ev = events(
-        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10)},
-        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10.0001),
-         "port": "mlx5_1:1"},
-        {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
-         "port": "mlx5_1:1"},
-        {"event": "nccl_ib_completion_error", "domain": "network", "cause": "network.transport_retry_exceeded",
-         "attempt_id": "a", "ts": at(10.05), "source": "app"},
-        {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
-         "attempt_id": "a", "ts": at(20)},
-    )
+    ev = _felt_flap("mlx5_1:1", {"ts": at(10)}, {"ts": at(10.0001), "port": "mlx5_1:1"})
     v, _ = verdict(att, ev, p=pack(precedence=(*PRECEDENCE, PORT_OVER_RETRY)))
     assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_1:1"])
 

@@ -110,6 +110,12 @@ def load_python_rule(path: Path) -> ApplyFn:
     return apply
 
 
+def rooted_attempts(events: pl.DataFrame) -> pl.DataFrame:
+    """``attempt_id`` of every attempt with a root candidate among ``events``: the ones a
+    rule that only infers a root from what is missing leaves alone."""
+    return events.filter(pl.col("role") == "root_candidate").select("attempt_id").unique()
+
+
 def known_events(events: pl.DataFrame, context: RuleContext, names: Iterable[str], columns: list[str]) -> pl.DataFrame:
     """``columns`` of every event named in ``names``, among ``events`` (the run's) and the
     lake's past events (``context.history``, when it has those columns), once each: what

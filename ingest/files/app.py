@@ -62,13 +62,13 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         pl.coalesce("gmon", "dmon").cast(pl.Int32).alias("_month"),
         pl.concat_str([pl.coalesce("gday", "dday"), pl.coalesce("gtime", "dtime")], separator=" ").alias("_rest"),
     )
-    frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_glog_ts"))
+    frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_yearless_ts"))
     # Only lines holding the banner's words reach its regex (the others as null).
     banner = pl.when(pl.col("_message").str.contains("CANCELLED AT", literal=True)).then(pl.col("_message"))
     banner_ts = local_stamps(banner.str.extract(CANCELLED_AT, 1), "%Y-%m-%dT%H:%M:%S", ctx.timezone)
     # A column, not an expression: the reason reads it too, and would parse every stamp again.
     frame = frame.with_columns(
-        pl.coalesce(pl.col("_glog_ts"), parse_iso(pl.col("iso"), ctx.timezone), banner_ts).alias("ts")
+        pl.coalesce(pl.col("_yearless_ts"), parse_iso(pl.col("iso"), ctx.timezone), banner_ts).alias("ts")
     )
     ts = pl.col("ts")
     message = pl.col("_message")
