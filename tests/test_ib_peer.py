@@ -1,0 +1,64 @@
+"""The ``ib_common_peer`` python rule, end to end: when NCCL's retry-exceeded reports of an
+attempt all touch one node (the others name its address, it names theirs), that node is the
+culprit; when the shared end reported nothing, or two nodes only name each other, every
+reporting node stays a suspect. Real NCCL lines, landed through the Slurm connector and the
+files landing, attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tests.end_to_end import ITERATION, verdicts_by_job
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+800|800|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[1-3]|gres/gpu=24,node=3
+801|801|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[4-6]|gres/gpu=24,node=3
+802|802|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[7-8]|gres/gpu=16,node=2
+"""
+
+
+def retry_exceeded(rank: int, node: str, peer: str) -> str:
+    """An ``srun --label`` line of NCCL's retry-exceeded completion from ``node`` naming
+    ``peer``: the message as pytorch/pytorch#81628 prints it, behind the host prefix and
+    ``transport/net_ib.cc:1295`` source of NVIDIA/nccl#928."""
+    return (f"{rank}: {node}:4551{rank}:4559{rank} [{rank % 8}] transport/net_ib.cc:1295 NCCL WARN NET/IB : "
+            f"Got completion from peer {peer}<5231{rank}> with error 12, opcode 0, len 0, vendor err 129")
+
+
+def output(*reports: tuple[int, str, str]) -> str:
+    return f"0: [2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(retry_exceeded(*r) + "\n" for r in reports)
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ibpeer")
+    logs = root / "logs"
+    logs.mkdir()
+    # n3's link broke: n1 and n2 name its address, n3 names each of theirs.
+    (logs / "slurm-800.out").write_text(output(
+        (4, "n1", "10.22.0.3"), (5, "n1", "10.22.0.3"), (12, "n2", "10.22.0.3"),
+        (20, "n3", "10.22.0.1"), (21, "n3", "10.22.0.2"),
+    ))
+    # Everyone names 10.22.0.6 (n6), which printed nothing: no reporting node is the shared end.
+    (logs / "slurm-801.out").write_text(output((4, "n4", "10.22.0.6"), (12, "n5", "10.22.0.6")))
+    # Two nodes that only name each other: either end may be the broken one.
+    (logs / "slurm-802.out").write_text(output((4, "n7", "10.22.0.8"), (12, "n8", "10.22.0.7")))
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+
+
+def test_the_node_every_failing_connection_touches_is_the_culprit(verdicts):
+    v = verdicts["800"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n3"])
+    roles = {(e["node"], e["role"]) for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"}
+    assert roles == {("n3", "root_candidate"), ("n1", "cascade"), ("n2", "cascade")}
+    assert v["affected_nodes"] == ["n1", "n2"]
+
+
+def test_a_silent_shared_end_leaves_every_reporter_a_suspect(verdicts):
+    assert verdicts["801"]["culprit_nodes"] == ["n4", "n5"]
+
+
+def test_two_nodes_naming_each_other_stay_suspects(verdicts):
+    assert verdicts["802"]["culprit_nodes"] == ["n7", "n8"]
