@@ -50,6 +50,9 @@ SourceOpt = Annotated[
     str | None,
     typer.Option("--source", help="Force the format: syslog, journald, kmsg, app, kubectl (default: detect per file)."),
 ]
+TimezoneOpt = Annotated[str, typer.Option(
+    "--timezone", help="IANA zone of stamps without one (RFC 3164, glog, dmesg -T), e.g. America/Chicago.",
+)]
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
@@ -244,9 +247,7 @@ def ingest_files(
     boot_time: Annotated[
         datetime | None, typer.Option("--boot-time", help="Boot time for dmesg monotonic stamps (UTC).")
     ] = None,
-    timezone: Annotated[str, typer.Option(
-        "--timezone", help="IANA zone of stamps without one (RFC 3164, glog, dmesg -T), e.g. America/Chicago.",
-    )] = "UTC",
+    timezone: TimezoneOpt = "UTC",
 ) -> None:
     """Land local log files (syslog, journald JSON, dmesg, app logs, kubectl logs)."""
     from engine.oneshot import IngestCounts
@@ -319,6 +320,7 @@ def diagnose(
     source: SourceOpt = None,
     year: Annotated[int | None, typer.Option("--year", help="Year of RFC 3164 stamps.")] = None,
     boot_time: Annotated[datetime | None, typer.Option("--boot-time", help="Boot time for dmesg stamps.")] = None,
+    timezone: TimezoneOpt = "UTC",
     json_out: JsonOpt = False,
 ) -> None:
     """One-shot: land the files into a temporary lake and print the verdict."""
@@ -327,7 +329,7 @@ def diagnose(
 
     with tempfile.TemporaryDirectory(prefix="causelake-diagnose-") as tmp:
         counts, summary = run_diagnose(landing_lake(tmp), paths, context=context, source=source,
-                                       year=year, boot_time=boot_time)
+                                       year=year, boot_time=boot_time, timezone=timezone)
         if not json_out:
             _print_ingest(counts)
         if json_out:

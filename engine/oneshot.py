@@ -111,24 +111,26 @@ DIAGNOSE_ATTEMPT = "diagnose/local/0"
 
 def diagnose(
     lake: Lake, paths: list[Path], *, context: Path | None = None, source: str | None = None,
-    year: int | None = None, boot_time: datetime | None = None,
+    year: int | None = None, boot_time: datetime | None = None, timezone: str = "UTC",
 ) -> tuple[IngestCounts, RunSummary]:
     """One-shot attribution of log files.
 
     With ``context`` (a static context file) the files are ingested as in a nightly run and
     every attempt of the context gets a verdict. Without it, the files are taken to be one
     failed attempt: every line is tied to it (so lines without host names or timestamps are
-    still used), and it spans the nodes and the time the lines mention.
+    still used), and it spans the nodes and the time the lines mention. ``timezone`` is the
+    zone of stamps that carry none (:func:`ingest.files.land_log_files`).
     """
     counts = IngestCounts()
     if context is not None:
         counts.attempts = land_static_context(lake, context)["attempts"]
         cluster = lake.scan("attempts").select("cluster").first().collect().item()
-        counts.add_files(land_log_files(lake, paths, cluster=cluster, source=source, year=year, boot_time=boot_time))
+        counts.add_files(land_log_files(lake, paths, cluster=cluster, source=source, year=year, boot_time=boot_time,
+                                      timezone=timezone))
     else:
         counts.add_files(land_log_files(
             lake, paths, cluster=DIAGNOSE_CLUSTER, source=source, attempt_id=DIAGNOSE_ATTEMPT,
-            year=year, boot_time=boot_time, end_at_ingest=True,
+            year=year, boot_time=boot_time, end_at_ingest=True, timezone=timezone,
         ))
         counts.attempts = 1
         _land_implied_attempt(lake)

@@ -285,3 +285,19 @@ if __name__ == "__main__" and sys.argv[1:] == ["--regenerate"]:
         rows = golden_view(lake.scan("results").collect())
         GOLDEN.write_text("".join(json.dumps(r, sort_keys=False) + "\n" for r in rows))
         print(f"wrote {len(rows)} verdicts to {GOLDEN}")
+
+
+def test_diagnose_reads_zoneless_stamps_in_the_zone_given(tmp_path):
+    """``diagnose --timezone``: an RFC 3164 kernel line written at 08:00 in Chicago
+    (UTC-6 in November) is a fault at 14:00 UTC."""
+    log = tmp_path / "syslog"
+    # The XID line of tests/test_extract.py (NVIDIA's Xid catalog format) in RFC 3164.
+    log.write_text("Nov 20 08:00:00 n1 kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus.\n")
+    stamps = {}
+    for zone in ("UTC", "America/Chicago"):
+        result = runner.invoke(app, ["diagnose", str(log), "--year", "2026", "--timezone", zone, "--json"])
+        assert result.exit_code == 0, result.output
+        verdict = json.loads(result.stdout.splitlines()[0])
+        assert (verdict["cause"], verdict["culprit_nodes"]) == ("gpu.fallen_off_bus", ["n1"])
+        stamps[zone] = verdict["first_fault_ts"]
+    assert stamps == {"UTC": "2026-11-20T08:00:00Z", "America/Chicago": "2026-11-20T14:00:00Z"}
