@@ -63,8 +63,35 @@ def test_slurm_output_is_tied_to_its_attempt_with_ranks_on_nodes(tmp_path):
     obs = observations(lake)
     assert set(obs["attempt_id"]) == {"slurm/c1/4242/0"}
     assert set(obs["source"]) == {"app"}
-    # rank 0 → gpu-a, ranks 4 and 7 → gpu-b (block of 4); the NCCL host prefix wins for rank 5
-    assert obs["node"].to_list() == [None, "gpu-a", "gpu-b", "kp-ddp-worker-0", "gpu-b", None, None]
+    # rank 0 → gpu-a, rank 4 → gpu-b (block of 4); the NCCL host prefix wins for rank 5;
+    # ``[default7]:`` is torchrun's local rank 7, which either node's torchrun prints.
+    assert obs["node"].to_list() == [None, "gpu-a", "gpu-b", "kp-ddp-worker-0", None, None, None]
+    assert obs["rank"].to_list() == [None, 0, 4, 5, None, None, None]
+
+
+def test_a_torchrun_local_rank_under_an_srun_label_runs_on_the_labelled_node(tmp_path):
+    """``srun --label torchrun --tee 3``: one torchrun per node, so srun's task id is the
+    node's index and torchrun's ``[default<N>]:`` the local rank on it (PyTorch's TailLog
+    names each worker's lines by its index on the node); a ``[rank<N>]:`` behind it is the
+    global rank. Without the ranks per node the node is still known, the global rank not."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    error = "RuntimeError: CUDA error: unspecified launch failure"  # pytorch/pytorch#49832
+    lines = [f"1: [default3]:{error}", f"0: [default2]:[rank2]:{error}", f"0: [default3]:{WATCHDOG_R3[0]}"]
+    for job, per_node in (("4242", 4), ("4243", None)):
+        (logs / f"slurm-{job}.out").write_text("\n".join(lines) + "\n")
+    lake = Lake(tmp_path / "lake")
+    start, end = ts(2026, 12, 6, 18, 0), ts(2026, 12, 6, 19, 0)
+    land_attempts(lake, [job_4242(start, end), job_4242(start, end) | {
+        "attempt_id": "slurm/c1/4243/0", "job_id": "4243", "ranks_per_node": None}])
+    land_log_files(lake, [logs], cluster=CLUSTER, year=2026)
+    obs = observations(lake)
+    known = obs.filter(pl.col("attempt_id") == "slurm/c1/4242/0")
+    assert known["node"].to_list() == ["gpu-b", "gpu-a", "gpu-a"]
+    assert known["rank"].to_list() == [7, 2, 3]
+    unknown = obs.filter(pl.col("attempt_id") == "slurm/c1/4243/0")
+    assert unknown["node"].to_list() == ["gpu-b", "gpu-a", "gpu-a"]
+    assert unknown["rank"].to_list() == [None, 2, 3]
 
 
 @pytest.mark.parametrize(("year", "landed_year"), [(2025, 2026), (2027, 2026), (None, 2026)])
@@ -269,7 +296,7 @@ def fleet_of_formats(folder: Path) -> list[Path]:
 
 def test_a_batch_parses_every_file_exactly_as_alone(tmp_path):
     from ingest.files.common import ParseContext, lines_of, read_bytes
-    from ingest.files.read import parse_batch, read_log_file
+    from ingest.files.read import parse_batch, read_log_file, untied_ranks
 
     files = [p.resolve() for p in fleet_of_formats(tmp_path / "logs")]
     now = ts(2026, 12, 1, 12)
@@ -282,7 +309,8 @@ def test_a_batch_parses_every_file_exactly_as_alone(tmp_path):
     assert batch.files["lines"].to_list() == [p.lines for p in alone]
     assert batch.files["blank"].to_list() == [p.blank for p in alone]
     for i, one in enumerate(alone):
-        obs = batch.observations.filter(pl.col("file") == i).drop("file", "source")
+        # Alone, a file is tied to no attempt: its ranks are what untied lines get.
+        obs = untied_ranks(batch.observations.filter(pl.col("file") == i)).select(one.observations.columns)
         rejects = batch.rejects.filter(pl.col("file") == i).drop("file")
         assert obs.equals(one.observations), one.path.name
         assert rejects.equals(one.rejects), one.path.name

@@ -3,9 +3,13 @@
 Lines are free text behind optional prefixes, peeled off in this order:
 
 1. ``srun --label``: ``  3: text`` (the Slurm task id → ``rank``);
-2. a torchrun prefix ``[default3]:`` / ``[rank3]:`` (``[<role><global rank>]:``, which wins
-   over the task id: under one torchrun per node the task id is the node index), optionally
-   after a ``[pid] `` tag; a second one (``[default0]:[rank0]:``) is peeled too;
+2. a torchrun prefix, optionally after a ``[pid] `` tag: ``[default3]:`` (``--tee``:
+   ``[<role><local rank>]:``, the index of the worker on its node) or PyTorch's own
+   ``[rank3]:`` (the global rank, which wins over the task id); a second one
+   (``[default0]:[rank0]:``) is peeled too. Under one torchrun per node the task id in front
+   of a local-rank prefix is the node's index among the job's nodes (``slot``): the global
+   rank is then ``slot × ranks per node + local rank``, worked out once the line is tied to
+   its attempt (:func:`ingest.files.land.tie_to_attempts`);
 3. a stamp, after any spaces (Megatron-LM prints `` [2026-11-30 15:32:38] iteration …``):
    glog/PyTorch ``[E1130 15:32:38.123456 12345 file.cpp:123]`` (no year, rolled over like
    RFC 3164; PyTorch prints the month unpadded: ``E205`` is 5 February), Python logging
@@ -27,10 +31,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.files.common import ParseContext, local_stamps, parse_iso, peel, stamps_without_year
+from ingest.files.common import PLACEMENT_COLUMNS, ParseContext, local_stamps, parse_iso, peel, stamps_without_year
 
 LABEL = r" *(?P<label>[0-9]+): "
-LAUNCHER = r"(?:\[[0-9]+\] )?\[(?P<role>[A-Za-z_]+)(?P<trank>[0-9]+)\]: ?(?:\[[A-Za-z_]+[0-9]+\]: ?)*"
+LAUNCHER = (
+    r"(?:\[[0-9]+\] )?\[(?P<role>[A-Za-z_]+)(?P<trank>[0-9]+)\]: ?(?:\[rank(?P<grank>[0-9]+)\]: ?)?"
+    r"(?:\[[A-Za-z_]+[0-9]+\]: ?)*"
+)
 BROKEN_LAUNCHER = r"^(?:\[[0-9]+\] )?\[(?:rank|default)[^\]]*\]:"
 STAMP = (
     r" *(?:"
@@ -54,8 +61,9 @@ only match one way, and a torchrun prefix cannot start with a space or a digit).
 
 
 def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataFrame:
-    """Add ``rank``, ``node``, ``program``, ``message``, ``ts`` and ``reason`` columns by
-    peeling the prefixes (see the module docstring) off column ``text``."""
+    """Add ``rank``, ``local_rank``, ``slot``, ``node``, ``program``, ``message``, ``ts`` and
+    ``reason`` columns by peeling the prefixes (see the module docstring) off column
+    ``text``."""
     frame = peel(frame, text, PREFIXES, "_message")
     # glog and detectron2 stamps carry no year: one year-less reading for both.
     frame = frame.with_columns(
@@ -82,8 +90,14 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         pl.when(pl.col("nhost").is_not_null()).then(pl.lit("nccl"))
         .otherwise(message.str.extract(SLURM_TOOL, 1))
     )
+    # PyTorch's ``[rankN]:`` is the global rank; any other role's number is the local rank.
+    local = pl.col("role") != "rank"
     return frame.with_columns(
-        pl.coalesce(pl.col("trank"), pl.col("label")).cast(pl.Int32, strict=False).alias("rank"),
+        pl.coalesce(
+            "grank", pl.when(~local).then(pl.col("trank")), pl.when(pl.col("trank").is_null()).then(pl.col("label")),
+        ).cast(pl.Int32, strict=False).alias("rank"),
+        pl.when(local).then(pl.col("trank")).cast(pl.Int32, strict=False).alias("local_rank"),
+        pl.when(local & pl.col("trank").is_not_null()).then(pl.col("label")).cast(pl.Int32, strict=False).alias("slot"),
         pl.col("nhost").alias("node"),
         program.alias("program"),
         message.alias("message"),
@@ -104,4 +118,5 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         "program",
         "message",
         "reason",
+        *PLACEMENT_COLUMNS,
     )

@@ -15,7 +15,13 @@ with these columns:
 * ``ts_kind`` — ``"line"``, ``"monotonic"`` or ``"ingest"`` where ``ts`` is set, else null;
 * ``node``, ``program``, ``message`` — String (``message`` = text after every prefix);
 * ``rank`` — Int32, the global rank a launcher prefix names;
-* ``reason`` — null when the line parsed, else why it goes to ``rejects``.
+* ``reason`` — null when the line parsed, else why it goes to ``rejects``;
+
+and may add the :data:`PLACEMENT_COLUMNS` (null where absent):
+
+* ``local_rank`` — Int32, a rank a launcher prefix names among its node's workers only;
+* ``slot`` — Int32, the index among the job's nodes of the node the line ran on, where a
+  launcher prefix says so.
 
 Parsers never fill missing stamps: :func:`fill_stamps` does that once for every format.
 
@@ -40,6 +46,9 @@ import polars as pl
 TS_DTYPE = pl.Datetime("us", "UTC")
 
 PARSED_COLUMNS = ("file", "seq", "ts", "ts_kind", "node", "rank", "program", "message", "reason")
+PLACEMENT_COLUMNS = ("local_rank", "slot")
+"""Where a line ran, when its launcher prefix tells only part of it: tying the line to its
+attempt (:func:`ingest.files.land.tie_to_attempts`) turns them into ``rank`` and ``node``."""
 
 MONTHS = {
     "Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6,

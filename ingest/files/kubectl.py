@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from ingest.files.app import peel_prefixes
-from ingest.files.common import ParseContext, parse_iso, peel
+from ingest.files.common import PLACEMENT_COLUMNS, ParseContext, parse_iso, peel
 
 KUBECTL = r"(?P<kts>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:Z|[+-][0-9]{2}:[0-9]{2}))(?: |$)"
 
@@ -40,4 +40,5 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         "program",
         pl.coalesce(pl.col("message"), pl.col("line")).alias("message"),
         reason.cast(pl.String).alias("reason"),
+        *PLACEMENT_COLUMNS,
     )

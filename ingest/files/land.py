@@ -21,10 +21,10 @@ from pathlib import Path
 import polars as pl
 
 from ingest.files.common import (
-    TS_DTYPE, FileBatch, FilesError, ParseContext, check_timezone, lines_of, read_bytes,
+    PLACEMENT_COLUMNS, TS_DTYPE, FileBatch, FilesError, ParseContext, check_timezone, lines_of, read_bytes,
 )
 from ingest.files.detect import check_source
-from ingest.files.read import ParsedBatch, as_utc, parse_batch
+from ingest.files.read import ParsedBatch, as_utc, parse_batch, untied_ranks
 from ingest.lake import Lake
 from ingest.schema import ATTEMPTS
 
@@ -209,15 +209,17 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     started by its time (lines before the first start go to the first attempt; a file with
     no stamp at all goes to the last attempt, and its lines take that attempt's start
     instead of the ingest time). Rank ``r`` runs on ``nodes[r // ranks_per_node]`` of its
-    attempt (``gpus_per_node`` when the ranks per node are unknown), and every line of a
-    one-node attempt's output (slurmstepd's, the launcher's, any rank's) ran on its node; a
-    node already known from the line or ``--node`` is kept.
+    attempt (``gpus_per_node`` when the ranks per node are unknown), a line with a ``slot``
+    (see :data:`ingest.files.common.PLACEMENT_COLUMNS`) on ``nodes[slot]`` as global rank
+    ``slot × ranks_per_node + local_rank``, and every line of a one-node attempt's output
+    (slurmstepd's, the launcher's, any rank's) ran on its node; a node already known from
+    the line or ``--node`` is kept.
     """
     if cands.is_empty():
-        return obs
+        return untied_ranks(obs)
     # The joins below carry only the columns they read and write; the result replaces those
     # columns of ``obs``.
-    tied = obs.select("file", "ts", "ts_source", "rank", "node")
+    tied = obs.select("file", "ts", "ts_source", "rank", "node", *PLACEMENT_COLUMNS)
     stampless = tied.group_by("file").agg((pl.col("ts_source") == "ingest").all().alias("_stampless"))
     # Nothing dates the lines of a stampless file: Slurm rewrites the output file on
     # requeue unless told to append, so it most likely holds the last attempt.
@@ -263,14 +265,25 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     slots = placed.select(
         "_a", pl.col("_nodes").alias("_node"), pl.int_ranges(pl.col("_nodes").list.len()).alias("_i"),
     ).explode(["_node", "_i"])
-    index = pl.col("rank").cast(pl.Int64) // pl.col("_per_node")
+    per_node = pl.col("_per_node")
+    # A torchrun's local rank under a slot (one torchrun per node) gives the global rank; in
+    # a one-node attempt, or one whose nodes are unknown, the local rank is the best guess.
+    rank = pl.coalesce(
+        pl.col("rank").cast(pl.Int64),
+        pl.col("slot") * per_node + pl.col("local_rank"),
+        pl.when(pl.col("_single").fill_null(True)).then(pl.col("local_rank")),
+    )
+    index = pl.col("rank") // per_node
     tied = (
         tied.join(placed.drop("_nodes"), on="attempt_id", how="left", maintain_order="left")
+        .with_columns(rank.alias("rank"))
         .with_columns(
-            pl.when(pl.col("_single")).then(0).when((pl.col("_per_node") > 0) & (index >= 0)).then(index).alias("_i")
+            pl.when(pl.col("_single")).then(0).when(pl.col("slot").is_not_null()).then(pl.col("slot"))
+            .when((per_node > 0) & (index >= 0)).then(index).alias("_i")
         )
         .join(slots, on=["_a", "_i"], how="left", maintain_order="left")
-        .select("ts", "ts_source", "attempt_id", pl.coalesce("node", "_node").alias("node"))
+        .select("ts", "ts_source", "attempt_id", pl.coalesce("node", "_node").alias("node"),
+                pl.col("rank").cast(pl.Int32))
     )
     return obs.with_columns(tied.get_columns())
 

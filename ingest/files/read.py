@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from ingest.files.common import (
-    PARSED_COLUMNS, TS_DTYPE, FileBatch, FilesError, ParseContext, check_timezone, fill_stamps, lines_of,
+    PARSED_COLUMNS, PLACEMENT_COLUMNS, TS_DTYPE, FileBatch, FilesError, ParseContext, check_timezone, fill_stamps, lines_of,
     read_bytes,
 )
 from ingest.files.detect import PARSERS, check_source, detect_sources
@@ -42,7 +42,8 @@ class ParsedBatch:
 
     ``files`` has one row per file: ``file``, ``input_id``, ``mtime``, ``bytes``,
     ``blank``, ``source`` (given or detected) and ``lines`` (non-blank lines read).
-    ``observations`` has the ``OBSERVATIONS`` columns plus ``file`` and ``source``;
+    ``observations`` has the ``OBSERVATIONS`` columns plus ``file``, ``source`` and the
+    :data:`PLACEMENT_COLUMNS` (for tying, see :func:`ingest.files.land.tie_to_attempts`);
     ``rejects`` the ``REJECTS`` columns plus ``file``. Per file, ``lines`` equals its
     observations plus its rejects.
     """
@@ -79,7 +80,7 @@ def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) 
     files = files.join(counts, on="file", how="left", maintain_order="left").with_columns(pl.col("lines").fill_null(0))
     parsed = [
         # Parsers keep every row in order, so the raw line and the source line up by position.
-        PARSERS[name](part, ctx).select(PARSED_COLUMNS).with_columns(part["line"], pl.lit(name).alias("source"))
+        _contract(PARSERS[name](part, ctx)).with_columns(part["line"], pl.lit(name).alias("source"))
         for name, part in parts if part.height
     ]
     if parsed:
@@ -87,14 +88,15 @@ def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) 
     else:
         frame = pl.DataFrame(schema={
             **dict.fromkeys(PARSED_COLUMNS, pl.String), "file": pl.UInt32, "seq": pl.Int64, "ts": TS_DTYPE,
-            "rank": pl.Int32, "line": pl.String, "source": pl.String, "input_id": pl.String,
+            "rank": pl.Int32, **dict.fromkeys(PLACEMENT_COLUMNS, pl.Int32), "line": pl.String, "source": pl.String,
+            "input_id": pl.String,
         })
     if ctx.node_pattern is not None:
         frame = frame.with_columns(pl.coalesce("node", pl.col("input_id").str.extract(ctx.node_pattern, 1)).alias("node"))
     origin = pl.concat_str([pl.col("input_id"), pl.lit(":"), pl.col("seq").cast(pl.String)]).alias("origin")
     accepted = fill_stamps(frame.filter(pl.col("reason").is_null()), ctx.ingest_time)
     observations = accepted.with_columns(pl.lit(None, dtype=pl.String).alias("attempt_id"), origin).select(
-        *OBSERVATIONS.names, "file", "source"
+        *OBSERVATIONS.names, "file", "source", *PLACEMENT_COLUMNS
     )
     rejects = frame.filter(pl.col("reason").is_not_null()).select(
         pl.lit(ctx.ingest_time, dtype=TS_DTYPE).alias("ts_ingest"),
@@ -106,6 +108,13 @@ def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) 
         "file",
     )
     return ParsedBatch(files, observations, rejects)
+
+
+def _contract(parsed: pl.DataFrame) -> pl.DataFrame:
+    """A parser's output in the contract's columns: :data:`PARSED_COLUMNS`, then the
+    :data:`PLACEMENT_COLUMNS` (null where the parser gives none)."""
+    placement = [pl.col(c) if c in parsed.columns else pl.lit(None, dtype=pl.Int32).alias(c) for c in PLACEMENT_COLUMNS]
+    return parsed.select(*PARSED_COLUMNS, *placement)
 
 
 def read_log_file(
@@ -153,5 +162,11 @@ def read_log_file(
     info = parsed.files.row(0, named=True)
     return ParsedFile(
         path, info["input_id"], info["source"], info["lines"], info["blank"],
-        parsed.observations.select(OBSERVATIONS.names), parsed.rejects.select(REJECTS.names),
+        untied_ranks(parsed.observations).select(OBSERVATIONS.names), parsed.rejects.select(REJECTS.names),
     )
+
+
+def untied_ranks(observations: pl.DataFrame) -> pl.DataFrame:
+    """Ranks of lines tied to no attempt: a local rank is the best guess of the global one
+    (right for a one-node job, the usual case of a file read alone)."""
+    return observations.with_columns(pl.coalesce("rank", "local_rank").alias("rank"))
