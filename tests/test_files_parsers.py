@@ -373,6 +373,27 @@ def test_stamps_without_a_zone_are_read_in_the_given_zone(tmp_path):
         datetime(2026, 8, 15, 1, 40, 0, 123000, tzinfo=UTC), datetime(2026, 8, 15, 1, 40, 1, tzinfo=UTC)]
 
 
+
+def test_a_wall_time_the_spring_change_skipped_lands_with_the_offset_before_it(tmp_path):
+    """02:30 on the last Sunday of March does not exist in Berlin: such a stamp comes from a
+    clock that did not change (a node on UTC or standard time landed with the site's zone).
+    It lands (no crash, no reject) with the offset in force before the change, like
+    Python's ``zoneinfo``; the hours around it keep their own offsets."""
+    syslog = write(tmp_path / "syslog", [
+        f"Mar 29 01:30:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+        f"Mar 29 02:30:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+        f"Mar 29 03:30:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+    ])
+    parsed = read_log_file(syslog, year=2026, timezone="Europe/Berlin")
+    assert parsed.rejects.is_empty()
+    assert parsed.observations["ts"].to_list() == [
+        datetime(2026, 3, 29, 0, 30, tzinfo=UTC), datetime(2026, 3, 29, 1, 30, tzinfo=UTC),
+        datetime(2026, 3, 29, 1, 30, tzinfo=UTC),
+    ]
+    app = write(tmp_path / "train.log", ["2026-03-29 02:30:00,000 - INFO - step 1"])
+    assert read_log_file(app, source="app", timezone="Europe/Berlin").observations["ts"].to_list() == [
+        datetime(2026, 3, 29, 1, 30, tzinfo=UTC)]
+
 BANNERS = [
     ("slurmstepd: error: *** JOB 867816 ON c0700a-s1 CANCELLED AT 2021-05-11T12:06:17 DUE TO TIME LIMIT ***",
      "https://github.com/Nextomics/NextDenovo/issues/114"),

@@ -114,11 +114,25 @@ def short_host(host: pl.Expr) -> pl.Expr:
     return host.str.replace(r"^([A-Za-z][A-Za-z0-9_-]*)\..*$", "$1")
 
 
+GAP_LOOKBACK = timedelta(hours=6)
+"""How far before a wall time the spring change skipped the offset in force before the change
+is read (zones never change their offset twice within hours)."""
+
+
 def local_stamps(text: pl.Expr, fmt: str, timezone: str) -> pl.Expr:
     """Stamps without a zone (``text`` in ``fmt``) read as wall time in ``timezone``, in
-    UTC. At the autumn change an hour repeats: its stamps take the earlier instant."""
-    stamps = text.str.to_datetime(fmt, time_unit="us", time_zone=timezone, strict=False, ambiguous="earliest")
-    return stamps if timezone == "UTC" else stamps.dt.convert_time_zone("UTC")
+    UTC. At the autumn change an hour repeats: its stamps take the earlier instant. A wall
+    time the spring change skipped (``02:30`` in Berlin on the last Sunday of March) cannot
+    come from a clock that kept the zone; it comes from one that did not change (a node or
+    container on UTC or standard time whose files are landed with the site's zone), and is
+    read with the offset in force before the change, as Python's ``zoneinfo`` reads it."""
+    if timezone == "UTC":
+        return text.str.to_datetime(fmt, time_unit="us", time_zone="UTC", strict=False)
+    naive = text.str.to_datetime(fmt, time_unit="us", strict=False)
+    local = naive.dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="null")
+    before = (naive - GAP_LOOKBACK).dt.replace_time_zone(timezone, ambiguous="earliest", non_existent="null")
+    skipped = (naive - before.dt.base_utc_offset() - before.dt.dst_offset()).dt.replace_time_zone("UTC")
+    return pl.coalesce(local.dt.convert_time_zone("UTC"), skipped.cast(TS_DTYPE))
 
 
 def check_timezone(timezone: str) -> None:
