@@ -245,3 +245,18 @@ def test_metric_below_and_change_conditions(tmp_path, pack):
         ("t.change", ["prom:n1:state:2", "prom:n1:state:4"]),
     ]
     assert metric_events(samples.head(0), local).schema == EVENT_SCHEMA
+
+
+def test_a_pcie_error_names_a_gpu_only_for_a_device_the_nvidia_driver_owns():
+    """AER lines name the device that logged the error: a GPU under ``nvidia``, otherwise a
+    root port or another endpoint (a NIC), kept in ``params`` as ``device``. Real lines from
+    the references in ``rules/gpu_health.yaml``."""
+    lines = [
+        "nvidia 0000:01:00.0: PCIe Bus Error: severity=Correctable, type=Data Link Layer, (Transmitter ID)",
+        "e1000e 0002:01:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Inaccessible, (Unregistered Agent ID)",
+        "pcieport 0000:00:02.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, id=0010(Receiver ID)",
+    ]
+    events = extract_lines(lines, load_rule_pack()).filter(pl.col("rule_id") == "pcie_aer_bus_error")
+    assert events["gpu"].to_list() == ["0000:01:00", None, None]
+    devices = [json.loads(p).get("device") for p in events["params"]]
+    assert devices == [None, "0002:01:00.0", "0000:00:02.0"]
