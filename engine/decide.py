@@ -121,10 +121,12 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
             _sorted_unique("port").alias("culprit_ports"),
             _sorted_unique("rank").alias("culprit_ranks"),
             pl.col("_row").alias("root_rows"),
-            (names == "never").any().alias("_never"),
+            (names == "never").fill_null(False).all().alias("_never"),
         )
-        # A culprit event that never names its node, or a shared service reported from
-        # several nodes, leaves the nodes out.
+        # Culprit events that all never name their node (a job's own cgroup OOM, seen by
+        # the kernel and by slurmstepd), or a shared service reported from several nodes,
+        # leave the nodes out; one event that does name its node (a node-wide OOM kill
+        # beside slurmstepd's count of it) keeps them.
         .join(shared, on="attempt_id", how="left")
         .with_columns(~(pl.col("_never") | pl.col("_shared").fill_null(False)).alias("names_node"))
         .drop("_never", "_shared")

@@ -124,6 +124,13 @@ LEFT: dict[str, str] = {
     "Preparing test set...:": (
         "a progress bar: only its length against the NCCL timeout, on the rank that did not "
         "time out, makes it the root — no single line can say that"),
+    # https://github.com/ovro-lwa/lwa-issues/issues/117
+    "[11219.196673] mce: [Hardware Error]: Machine check events logged": (
+        "the kernel prints it for corrected errors too (mce_notify_irq, from the poll timer and "
+        "CMCI): context; the incident's uncorrectable error is its EDAC UE line, a root"),
+    "[11219.196715] EDAC skx MC3: HANDLING MCE MEMORY ERROR": (
+        "skx_edac prints it before decoding any memory MCE, corrected or not: context; the "
+        "decoded EDAC UE line that follows is the root"),
     # https://github.com/BVLC/caffe/issues/6020
     "futex_wait_queue_me": "not a log line: the wait channel ps prints for a process",
     # https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr11-176B-ml/chronicles.md

@@ -1,5 +1,6 @@
 """Which roots name their node (``names_node``), end to end with real lines: a global OOM
-kill names the node, a cgroup OOM kill (the job's own memory limit) does not; a file server
+kill names the node, also beside slurmstepd's count of it; a cgroup OOM kill (the job's own
+memory limit) does not, nor does slurmstepd's count alone; a file server
 that one node reports names that node, one that several nodes of the job report names none;
 a quota names no node. Also: a contained ECC error (XID 94) before the attempt started is the
 previous job's. Landed through the Slurm connector and the files landing, attributed by a
@@ -20,6 +21,8 @@ GLOBAL_OOM = (
     "Out of memory: Killed process 1440763 (perl) total-vm:87033376kB, anon-rss:60356340kB, file-rss:0kB, "
     "shmem-rss:0kB, UID:21417 pgtables:169956kB oom_score_adj:0",
 )
+# https://github.com/chrisknewman/tusas/issues/149 (Slurm counts the step cgroup's OOM kills)
+STEP_OOM = "error: Detected 1 oom_kill event in StepId=440575.0. Some of the step tasks have been OOM Killed."
 # https://github.com/kangear/tiny210v2-uboot/issues/5
 NFS_DOWN = "nfs: server 192.168.1.229 not responding, still trying"
 # https://github.com/tloen/alpaca-lora/issues/280
@@ -34,6 +37,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 603|603|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n5|gres/gpu=8,node=1
 604|604|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n6|gres/gpu=8,node=1
 605|605|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n7|gres/gpu=8,node=1
+606|606|train|alice|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n8|gres/gpu=8,node=1
 """
 
 
@@ -46,13 +50,16 @@ def verdicts(tmp_path_factory):
     root = tmp_path_factory.mktemp("naming")
     logs = root / "logs"
     logs.mkdir()
-    (logs / "n1.log").write_text(_kernel("n1", "10:20:00", *GLOBAL_OOM))
-    (logs / "n2.log").write_text(_kernel("n2", "10:20:00", CGROUP_OOM))
+    # slurmstepd counts every OOM kill in the step's cgroup: the node's own (n1) and the
+    # job's (n2, n8) alike.
+    (logs / "n1.log").write_text(_kernel("n1", "10:20:00", *GLOBAL_OOM) + syslog("n1", ("10:20:00", f"slurmstepd[4242]: {STEP_OOM}")))
+    (logs / "n2.log").write_text(_kernel("n2", "10:20:00", CGROUP_OOM) + syslog("n2", ("10:20:00", f"slurmstepd[4242]: {STEP_OOM}")))
+    (logs / "n8.log").write_text(syslog("n8", ("10:20:00", f"slurmstepd[4242]: {STEP_OOM}")))
     (logs / "n3.log").write_text(_kernel("n3", "10:20:00", NFS_DOWN))
     (logs / "n4.log").write_text(_kernel("n4", "10:22:30", NFS_DOWN))  # noticed at its own pace
     (logs / "n5.log").write_text(_kernel("n5", "10:20:00", NFS_DOWN))
     (logs / "n7.log").write_text(_kernel("n7", "09:50:00", XID_94))  # the job before's process
-    for job in ("600", "601", "602", "603"):
+    for job in ("600", "601", "602", "603", "606"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     (logs / "slurm-604.out").write_text(f"[2026-11-20 10:29:00,000] {QUOTA}\n")
     (logs / "slurm-605.out").write_text(f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
@@ -65,6 +72,10 @@ def test_a_global_oom_kill_names_its_node(verdicts):
 
 def test_a_cgroup_oom_kill_names_no_node(verdicts):
     assert (verdicts["601"]["cause"], verdicts["601"]["culprit_nodes"]) == ("host.oom_killer", [])
+
+
+def test_slurms_count_of_oom_kills_names_no_node_of_its_own(verdicts):
+    assert (verdicts["606"]["cause"], verdicts["606"]["culprit_nodes"]) == ("host.oom_killer", [])
 
 
 def test_a_file_server_several_nodes_report_names_none(verdicts):
