@@ -155,11 +155,15 @@ def selector_expr(selector: Selector) -> pl.Expr:
 
 def _pairs(
     events: pl.DataFrame, first: Selector, second: Selector, scope: str,
-    reach_back: timedelta, reach_ahead: timedelta,
+    reach_back: timedelta, reach_ahead: timedelta, skew: timedelta,
 ) -> pl.DataFrame:
     """For every event matching ``second``, the earliest other event matching ``first`` in
     the same scope that may lie within ``[ts - reach_back, ts + reach_ahead]`` of it (the
     bounds allow for events known only within ``[ts, ts_hi]``).
+
+    A ``first`` event stamped after its attempt ended (beyond ``skew``) takes no role from
+    another: the decision could never pick it as the attempt's root (a node whose clock
+    runs far ahead puts its own XID there), so the line it would outrank keeps its role.
 
     An as-of join per scope, not a cross product: a 512-node job has thousands of symptoms
     and hundreds of root candidates, and pairing them all does not fit in memory. Returns
@@ -167,8 +171,9 @@ def _pairs(
     (first side).
     """
     keys = SCOPE_KEYS[scope]
+    in_time = (pl.col("ts") <= pl.col("end_ts") + skew).fill_null(True)
     firsts = (
-        events.filter(selector_expr(first))
+        events.filter(selector_expr(first) & in_time)
         .select(keys + [pl.col("event_id").alias("event_id_a"), pl.col("ts").alias("ts_a"),
                         pl.col("ts_hi").alias("ts_hi_a")])
         .drop_nulls(keys)
@@ -224,10 +229,11 @@ def _as_roots(selector: Selector) -> Selector:
     return selector if selector.roles else selector.model_copy(update={"roles": ["root_candidate"]})
 
 
-def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule]) -> pl.DataFrame:
+def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule], skew: timedelta) -> pl.DataFrame:
     """Re-label cascades: an event matching a rule's ``cascade`` selector that follows a
     root candidate matching its ``root`` selector within the window (same scope) becomes a
-    ``cascade`` and records the earliest such root in ``caused_by``.
+    ``cascade`` and records the earliest such root in ``caused_by`` (roots stamped after
+    the attempt ended beyond ``skew`` excepted, see :func:`_pairs`).
 
     Rules see the roles as extracted (one rule's demotions do not feed another's roots),
     which keeps the outcome independent of rule order.
@@ -241,20 +247,22 @@ def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule]) -> pl.DataFr
         before = timedelta(seconds=parse_duration(rule.before))
         # A cascade follows its root within the window (stamped up to ``before`` earlier
         # for clock skew); either may be known only within [ts, ts_hi].
-        pairs.append(_pairs(events, _as_roots(rule.root), rule.cascade, rule.scope, window, before))
+        pairs.append(_pairs(events, _as_roots(rule.root), rule.cascade, rule.scope, window, before, skew))
     return _relabel(events, pairs, "cascade", only_roots=False)
 
 
-def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule]) -> pl.DataFrame:
+def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: timedelta) -> pl.DataFrame:
     """Where a ``prefer`` event and an ``over`` root candidate meet in one scope within the
-    window (either order), the ``over`` event becomes a ``confirmation`` of the preferred."""
+    window (either order), the ``over`` event becomes a ``confirmation`` of the preferred
+    (preferred events stamped after the attempt ended beyond ``skew`` excepted, see
+    :func:`_pairs`)."""
     if events.is_empty() or not rules:
         return events
     events = _with_rows(events)
     pairs = []
     for rule in rules:
         window = timedelta(seconds=parse_duration(rule.window))
-        pairs.append(_pairs(events, rule.prefer, _as_roots(rule.over), rule.scope, window, window))
+        pairs.append(_pairs(events, rule.prefer, _as_roots(rule.over), rule.scope, window, window, skew))
     return _relabel(events, pairs, "confirmation", only_roots=True)
 
 

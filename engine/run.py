@@ -407,8 +407,9 @@ def correlate(
     precedence and python rules (``history``: past events for those)."""
     scheduler = state_events(attempts, pack).select(events.columns).cast(events.schema)
     correlated = attach_events(attempts, pl.concat([events, scheduler]), config)
-    correlated = apply_suppress(correlated, pack.suppress)
-    correlated = apply_precedence(correlated, pack.precedence)
+    skew = timedelta(seconds=config.seconds("clock_skew"))
+    correlated = apply_suppress(correlated, pack.suppress, skew)
+    correlated = apply_precedence(correlated, pack.precedence, skew)
     correlated = demote_recovered_links(correlated)
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())
     return run_python_rules(correlated, pack.python, context)

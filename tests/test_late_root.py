@@ -1,0 +1,41 @@
+"""A root the decision cannot pick takes no role from another line, end to end: a node
+whose clock runs far ahead stamps its NVLink XID after the job ended, and the CUDA error the
+job printed before its end stays the root (instead of becoming the late XID's
+confirmation and leaving nothing). Real lines, landed through the Slurm connector and the
+files landing, attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from tests.end_to_end import ITERATION, syslog, verdicts_by_job
+
+# https://github.com/NVIDIA/NVSentinel/pull/516
+XID_74 = ("NVRM: Xid (PCI:0003:00:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link "
+          "14(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+# https://github.com/MIC-DKFZ/nnUNet/issues/1519
+CUDA_NVLINK = "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution"
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+910|910|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n1|gres/gpu=8,node=1
+911|911|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T11:00:00|n2|gres/gpu=8,node=1
+"""
+
+
+def test_an_xid_stamped_after_the_end_leaves_the_cuda_error_the_root(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # n1's clock runs 40 s ahead: the XID of the fault at 08:59:30 reads 09:00:10.
+    (logs / "n1.log").write_text(syslog("n1", ("07:50:00", "systemd[1]: Started Session c2 of user root."),
+                                        ("09:00:10", f"kernel: {XID_74}")))
+    (logs / "slurm-910.out").write_text(f"[2026-11-20 08:10:00,000] {ITERATION}\n[2026-11-20 08:59:31,000] {CUDA_NVLINK}\n")
+    # n2's XID is in time: it stays the root and the CUDA error its confirmation.
+    (logs / "n2.log").write_text(syslog("n2", ("10:59:30", f"kernel: {XID_74}")))
+    (logs / "slurm-911.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n[2026-11-20 10:59:31,000] {CUDA_NVLINK}\n")
+    verdicts = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))
+    late, in_time = verdicts["910"], verdicts["911"]
+    assert (late["domain"], late["culprit_nodes"]) == ("nvlink", ["n1"])
+    assert [e["rule_id"] for e in late["evidence"] if e["role"] == "root_candidate"][0] == "cuda.nvlink_uncorrectable"
+    assert (in_time["domain"], in_time["culprit_nodes"]) == ("nvlink", ["n2"])
+    roles = {e["rule_id"]: e["role"] for e in in_time["evidence"]}
+    assert roles["cuda.nvlink_uncorrectable"] == "confirmation"
