@@ -38,6 +38,10 @@ BATCH_BYTES = 128 * 1024 * 1024
 """Text read per batch. Parsing holds a few copies of the batch's lines, so this bounds the
 memory of a landing whatever the number of files (one larger file is its own batch)."""
 
+FIRST_BATCH_BYTES = 16 * 1024 * 1024
+"""Text read for a landing's first batch: landing starts once it is parsed, and the next
+batch is parsed meanwhile; a full-size first batch would keep one core idle that long."""
+
 ATTEMPT_FIELDS = ["attempt_id", "start_ts", "end_ts", "nodes", "ranks_per_node", "gpus_per_node"]
 
 
@@ -150,21 +154,22 @@ def check_node_pattern(files: list[str], node: str | None, node_pattern: str | N
         )
 
 
-def read_batches(files: list[str], budget: int) -> Iterator[FileBatch]:
-    """Read ``files`` in order into batches of about ``budget`` bytes of text each."""
+def read_batches(files: list[str], budget: int, first: int | None = None) -> Iterator[FileBatch]:
+    """Read ``files`` in order into batches of about ``budget`` bytes of text each (the
+    first of about ``first`` bytes, when given and smaller)."""
     paths: list[str] = []
     raws: list[bytes] = []
     mtimes: list[int] = []
-    size = 0
+    size, limit = 0, min(first or budget, budget)
     for path in files:
         raw, mtime_us = read_bytes(path)
         paths.append(path)
         raws.append(raw)
         mtimes.append(mtime_us)
         size += len(raw)
-        if size >= budget:
+        if size >= limit:
             yield lines_of(paths, raws, mtimes)
-            paths, raws, mtimes, size = [], [], [], 0
+            paths, raws, mtimes, size, limit = [], [], [], 0, budget
     if paths:
         yield lines_of(paths, raws, mtimes)
 
@@ -336,7 +341,7 @@ def tied_batches(
     The next batch is read, parsed and tied in a worker thread while the caller lands the
     current one (file reads, Polars and Parquet encoding release the GIL): two cores busy.
     """
-    batches = read_batches(files, BATCH_BYTES)
+    batches = read_batches(files, BATCH_BYTES, FIRST_BATCH_BYTES)
 
     def prepare() -> tuple[ParsedBatch, pl.DataFrame] | None:
         batch = next(batches, None)
