@@ -324,3 +324,29 @@ def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
         )
         .drop("_recovered", "_row")
     )
+
+
+def restore_orphaned_confirmations(events: pl.DataFrame) -> pl.DataFrame:
+    """A confirmation whose preferred event is no root candidate once every rule has run
+    confirms nothing: it is a root candidate again.
+
+    Precedence makes a root candidate the ``confirmation`` of another (``caused_by``); a
+    python rule may later find that other event no root of this attempt (an NVLink5 XID its
+    severity marks ``Nonfatal``, an XID the previous job left on the node). The application's
+    report of the fault (``CUDA error: uncorrectable ECC error``) would then leave the
+    attempt without a root at all.
+    """
+    linked = events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+    if linked.is_empty():
+        return events
+    roots = events.filter(pl.col("role") == "root_candidate").select("attempt_id", pl.col("event_id").alias("caused_by"))
+    orphans = (
+        _with_rows(events).filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+        .join(roots, on=["attempt_id", "caused_by"], how="anti")
+        .select("_row")
+    )
+    if orphans.is_empty():
+        return events
+    role = events["role"].scatter(orphans["_row"], "root_candidate")
+    caused_by = events["caused_by"].scatter(orphans["_row"], None)
+    return events.with_columns(role, caused_by)

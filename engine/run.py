@@ -27,7 +27,9 @@ from pathlib import Path
 import polars as pl
 
 from engine.config import EngineConfig
-from engine.correlate import apply_precedence, apply_suppress, attach_events, demote_recovered_links
+from engine.correlate import (
+    apply_precedence, apply_suppress, attach_events, demote_recovered_links, restore_orphaned_confirmations,
+)
 from engine.decide import decide, state_table
 from engine.extract import lake_events, landing_derivation
 from engine.fleet import FLEET_COLUMNS, HISTORY_COLUMNS, apply_fleet_notes, fleet_notes
@@ -404,7 +406,8 @@ def correlate(
 ) -> pl.DataFrame:
     """The correlated events of ``attempts``: each event attached to the attempts it can
     explain (plus the scheduler's record of each), then re-labelled by the pack's suppress,
-    precedence and python rules (``history``: past events for those)."""
+    precedence and python rules (``history``: past events for those); a confirmation whose
+    preferred event ended up no root is a root candidate again."""
     scheduler = state_events(attempts, pack).select(events.columns).cast(events.schema)
     correlated = attach_events(attempts, pl.concat([events, scheduler]), config)
     skew = timedelta(seconds=config.seconds("clock_skew"))
@@ -412,7 +415,7 @@ def correlate(
     correlated = apply_precedence(correlated, pack.precedence, skew)
     correlated = demote_recovered_links(correlated)
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())
-    return run_python_rules(correlated, pack.python, context)
+    return restore_orphaned_confirmations(run_python_rules(correlated, pack.python, context))
 
 
 def plan_chunks(attempts: pl.DataFrame, since: date, until: date, config: EngineConfig) -> list[tuple[date, date]]:

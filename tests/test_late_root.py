@@ -1,7 +1,8 @@
 """A root the decision cannot pick takes no role from another line, end to end: a node
 whose clock runs far ahead stamps its NVLink XID after the job ended, and the CUDA error the
 job printed before its end stays the root (instead of becoming the late XID's
-confirmation and leaving nothing). Real lines, landed through the Slurm connector and the
+confirmation and leaving nothing); and a CUDA error that confirmed an XID a later rule gave
+to the previous job is a root again. Real lines, landed through the Slurm connector and the
 files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -16,9 +17,15 @@ XID_74 = ("NVRM: Xid (PCI:0003:00:00): 74, pid='<unknown>', name=<unknown>, NVLi
 # https://github.com/MIC-DKFZ/nnUNet/issues/1519
 CUDA_NVLINK = "RuntimeError: CUDA error: uncorrectable NVLink error detected during the execution"
 
+# https://github.com/akash-network/support/issues/244
+XID_94 = "NVRM: Xid (PCI:0000:00:08): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No"
+# https://github.com/vllm-project/vllm/issues/5222
+CUDA_ECC = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
+
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 910|910|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n1|gres/gpu=8,node=1
 911|911|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T11:00:00|n2|gres/gpu=8,node=1
+912|912|train|alice|FAILED|1:0|2026-11-20T12:00:00|2026-11-20T12:30:00|n3|gres/gpu=8,node=1
 """
 
 
@@ -39,3 +46,17 @@ def test_an_xid_stamped_after_the_end_leaves_the_cuda_error_the_root(tmp_path):
     assert (in_time["domain"], in_time["culprit_nodes"]) == ("nvlink", ["n2"])
     roles = {e["rule_id"]: e["role"] for e in in_time["evidence"]}
     assert roles["cuda.nvlink_uncorrectable"] == "confirmation"
+
+
+def test_a_confirmation_of_an_xid_the_previous_job_left_is_the_root_again(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # n3's contained ECC error is stamped 90 s before the job started: earlier_job.py makes
+    # it the previous job's (context), after precedence made the job's own CUDA error, two
+    # minutes later, its confirmation.
+    (logs / "n3.log").write_text(syslog("n3", ("11:58:30", f"kernel: {XID_94}")))
+    (logs / "slurm-912.out").write_text(f"[2026-11-20 12:00:05,000] {ITERATION}\n[2026-11-20 12:00:30,000] {CUDA_ECC}\n")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["912"]
+    assert (v["domain"], v["culprit_nodes"]) == ("gpu_memory", ["n3"])
+    roles = {e["rule_id"]: e["role"] for e in v["evidence"]}
+    assert roles["cuda_uncorrectable_ecc"] == "root_candidate"
