@@ -309,6 +309,30 @@ def test_detectron2_stamps_without_a_year(tmp_path):
     ]
 
 
+def test_vllm_stamps_and_process_tags(tmp_path):
+    """vLLM stamps its lines ``LEVEL MM-DD HH:MM:SS [file:line]`` (no year; the bracket
+    came with its v1 engine) behind the process tag its workers and Ray print."""
+    lines = [
+        # https://github.com/vllm-project/vllm/pull/11721
+        "INFO 01-03 18:47:35 core.py:48] Initializing an LLM engine (v0.6.4.post2.dev364+gea7bd68d1.d20241214) with config: model='deepseek-ai/DeepSeek-V3'",
+        # https://github.com/vllm-project/vllm/issues/45784
+        "(EngineCore pid=1362711) ERROR 06-22 10:58:02 [core.py:1195] Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.",
+        # https://github.com/vllm-project/vllm/issues/17756
+        "(VllmWorker rank=3 pid=406) INFO 07-23 19:34:49 [pynccl.py:70] vLLM is using nccl==2.26.2",
+    ]
+    obs = read_log_file(write(tmp_path / "serve.log", lines), year=2026, source="app").observations
+    assert obs["ts"].to_list() == [
+        datetime(2026, 1, 3, 18, 47, 35, tzinfo=UTC), datetime(2026, 6, 22, 10, 58, 2, tzinfo=UTC),
+        datetime(2026, 7, 23, 19, 34, 49, tzinfo=UTC),
+    ]
+    assert obs["ts_source"].to_list() == ["line"] * 3
+    assert obs["message"].to_list() == [
+        "Initializing an LLM engine (v0.6.4.post2.dev364+gea7bd68d1.d20241214) with config: model='deepseek-ai/DeepSeek-V3'",
+        "Exception: WorkerProc initialization failed due to an exception in a background process. See stack trace for root cause.",
+        "vLLM is using nccl==2.26.2",
+    ]
+
+
 def test_kubectl_timestamps_and_container_prefixes(tmp_path):
     lines = [
         f"2026-11-30T15:32:38.123456789Z [default0]:[rank0]: {CUDA_OOM[0]}",

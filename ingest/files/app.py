@@ -13,8 +13,10 @@ Lines are free text behind optional prefixes, peeled off in this order:
 3. a stamp, after any spaces (Megatron-LM prints `` [2026-11-30 15:32:38] iteration …``):
    glog/PyTorch ``[E1130 15:32:38.123456 12345 file.cpp:123]`` (no year, rolled over like
    RFC 3164; PyTorch prints the month unpadded: ``E205`` is 5 February), Python logging
-   ``[2026-11-30 15:32:38,123]``, any ISO-8601 stamp, or detectron2's
-   ``[07/21 10:31:18 d2.utils.events]:`` (no year either);
+   ``[2026-11-30 15:32:38,123]``, any ISO-8601 stamp, detectron2's
+   ``[07/21 10:31:18 d2.utils.events]:`` or vLLM's ``INFO 07-23 19:34:48 [file.py:289]``
+   (no year either), after any process tag Ray and vLLM print (``(VllmWorker rank=3
+   pid=406) ``);
 4. NCCL's ``host:pid:tid [dev] `` (host → ``node``, program ``nccl``).
 
 slurmstepd's cancellation banner (``*** JOB 867816 ON c0700a-s1 CANCELLED AT
@@ -44,14 +46,19 @@ STAMP = (
     r"\[?[IWEF](?P<gmon>[0-9]{1,2})(?P<gday>[0-9]{2}) (?P<gtime>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
     r"|\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)\]?:?"
     r"|\[(?P<dmon>[0-9]{2})/(?P<dday>[0-9]{2}) (?P<dtime>[0-9]{2}:[0-9]{2}:[0-9]{2})(?: [\w.]+)?\]:?"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<vmon>[0-9]{2})-(?P<vday>[0-9]{2}) (?P<vtime>[0-9]{2}:[0-9]{2}:[0-9]{2})"
+    r" \[?[^\s\]]+:[0-9]+\]"
     r") ?"
 )
+PROCESS = r"\([A-Za-z][A-Za-z0-9_]*(?: rank=[0-9]+)? pid=[0-9]+(?:, ip=[0-9.]+)?\) "
+"""The process tag Ray and vLLM put before a worker's lines (``(VllmWorker rank=3 pid=406) ``,
+``(EngineCore_DP0 pid=2003562) ``, ``(train_rft pid=2657296) ``)."""
 NCCL_HOST = r"(?P<nhost>[A-Za-z0-9][A-Za-z0-9._-]*):[0-9]+:[0-9]+ \[[0-9]+\] "
 SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[[0-9]+\])?: "
 CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\b"
 """slurmstepd's banner (``*** STEP 1003.0 ON gpu007 CANCELLED AT 2026-11-28T12:20:41 ***``;
 older Slurm prints the host at the end); group 1 is its time."""
-PREFIXES = f"(?:{LABEL})?(?:{LAUNCHER})?(?:{STAMP})?(?:{NCCL_HOST})?"
+PREFIXES = f"(?:{LABEL})?(?:{LAUNCHER})?(?:{PROCESS})?(?:{STAMP})?(?:{NCCL_HOST})?"
 """Every prefix in one regex: each optional part is taken whenever it matches where the
 previous one ended, as peeling them one by one would, but the line is scanned once and
 sliced once."""
@@ -65,10 +72,12 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
     ``reason`` columns by peeling the prefixes (see the module docstring) off column
     ``text``."""
     frame = peel(frame, text, PREFIXES, "_message")
-    # glog and detectron2 stamps carry no year: one year-less reading for both.
+    # glog, detectron2 and vLLM stamps carry no year: one year-less reading for all three.
     frame = frame.with_columns(
-        pl.coalesce("gmon", "dmon").cast(pl.Int32).alias("_month"),
-        pl.concat_str([pl.coalesce("gday", "dday"), pl.coalesce("gtime", "dtime")], separator=" ").alias("_rest"),
+        pl.coalesce("gmon", "dmon", "vmon").cast(pl.Int32).alias("_month"),
+        pl.concat_str(
+            [pl.coalesce("gday", "dday", "vday"), pl.coalesce("gtime", "dtime", "vtime")], separator=" "
+        ).alias("_rest"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_yearless_ts"))
     # Only lines holding the banner's words reach its regex (the others as null).
