@@ -336,15 +336,11 @@ def restore_orphaned_confirmations(events: pl.DataFrame) -> pl.DataFrame:
     report of the fault (``CUDA error: uncorrectable ECC error``) would then leave the
     attempt without a root at all.
     """
-    linked = events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+    linked = _with_rows(events).filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
     if linked.is_empty():
         return events
     roots = events.filter(pl.col("role") == "root_candidate").select("attempt_id", pl.col("event_id").alias("caused_by"))
-    orphans = (
-        _with_rows(events).filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
-        .join(roots, on=["attempt_id", "caused_by"], how="anti")
-        .select("_row")
-    )
+    orphans = linked.join(roots, on=["attempt_id", "caused_by"], how="anti").select("_row")
     if orphans.is_empty():
         return events
     role = events["role"].scatter(orphans["_row"], "root_candidate")
