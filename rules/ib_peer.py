@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from engine.rules.python_rules import link_to_roots
+
 EVENT = "network.ib_retry_exceeded"
 """The event of a ``with error 12`` / ``status=12`` completion (``fabric.yaml``)."""
 
@@ -65,9 +67,5 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         reports.join(first, on="attempt_id").filter(pl.col("node") != pl.col("_end"))
         .select("attempt_id", "event_id", "_root").unique()
     )
-    relabelled = events.join(around, on=["attempt_id", "event_id"], how="left", maintain_order="left")
-    hit = pl.col("_root").is_not_null()
-    return relabelled.with_columns(
-        pl.when(hit).then(pl.lit("cascade")).otherwise(pl.col("role")).alias("role"),
-        pl.when(hit).then(pl.col("_root")).otherwise(pl.col("caused_by")).alias("caused_by"),
-    ).drop("_root")
+    # The reports are root candidates, which no earlier rule linked to anything.
+    return link_to_roots(events, around, "cascade")

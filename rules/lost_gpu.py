@@ -20,7 +20,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.rules.python_rules import known_events, new_events
+from engine.rules.python_rules import known_events, link_to_roots, new_events
 
 RULE_ID = "lost_gpu"
 SYMPTOM = "cuda.invalid_device"
@@ -75,14 +75,5 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         role="root_candidate", action="drain_node_and_restart",
     )
     # The added events keep the order of ``found``: each links its attempt's symptom.
-    link = found.select("attempt_id", "_symptom", added["event_id"].alias("_root"))
-    relabelled = (
-        events.join(link, left_on=["attempt_id", "event_id"], right_on=["attempt_id", "_symptom"], how="left",
-                    maintain_order="left")
-        .with_columns(
-            pl.when(pl.col("_root").is_not_null()).then(pl.lit("confirmation")).otherwise(pl.col("role")).alias("role"),
-            pl.coalesce("caused_by", "_root").alias("caused_by"),
-        )
-        .drop("_root")
-    )
-    return pl.concat([relabelled, added])
+    link = found.select("attempt_id", pl.col("_symptom").alias("event_id"), added["event_id"].alias("_root"))
+    return pl.concat([link_to_roots(events, link, "confirmation"), added])

@@ -19,7 +19,8 @@ per attempt it touched) and the attempt columns ``state``, ``job_id``, ``user``,
 ``start_ts``, ``end_ts``. Other columns the engine adds must be passed through untouched.
 
 ``apply`` returns a frame with the same columns (same names and dtypes). It may change
-``role``, ``domain``, ``cause`` and ``action`` of existing rows and add rows (give new rows
+``role``, ``domain``, ``cause`` and ``action`` of existing rows (:func:`link_to_roots` makes
+rows the cascades or confirmations of a root) and add rows (give new rows
 an ``event_id`` of the form ``<rule id>@<origin>`` and ``rule_id`` = the rule's id;
 :func:`new_events` builds such rows); it must
 never drop or rename columns. It must be columnar (Polars expressions and joins, no loop over
@@ -161,6 +162,19 @@ def new_events(
     return built.select(
         pl.col(c).cast(t) if c in built.columns else pl.lit(None, dtype=t).alias(c) for c, t in like.schema.items()
     )
+
+
+def link_to_roots(events: pl.DataFrame, links: pl.DataFrame, role: str) -> pl.DataFrame:
+    """``events`` with each row ``links`` names (``attempt_id``, ``event_id``) given ``role``
+    and linked (``caused_by``, unless it is linked already) to the event id in the link's
+    ``_root``: how a rule makes lines the cascades or confirmations of the root it found."""
+    linked = events.join(
+        links.select("attempt_id", "event_id", "_root"), on=["attempt_id", "event_id"], how="left", maintain_order="left"
+    )
+    return linked.with_columns(
+        pl.when(pl.col("_root").is_not_null()).then(pl.lit(role)).otherwise(pl.col("role")).alias("role"),
+        pl.coalesce("caused_by", "_root").alias("caused_by"),
+    ).drop("_root")
 
 
 def run_python_rules(
