@@ -185,6 +185,28 @@ class SlurmLab:
                        "-S", "now-1day", "-E", "now+1hour", check=False)
         return dict(line.split("|", 1) for line in out.splitlines() if "|" in line)
 
+    def step_exit_codes(self, job_id: str) -> dict[str, str]:
+        """``ExitCode`` (``code:signal``) per step of ``job_id`` that slurmdbd has ended."""
+        out = self.run("sacct", "-n", "-P", "-o", "JobID,State,ExitCode", "-j", job_id,
+                       "-S", "now-1day", "-E", "now+1hour", check=False)
+        rows = (line.split("|") for line in out.splitlines() if line.count("|") == 2)
+        return {step: code for step, state, code in rows
+                if "." in step and not state.startswith(("RUNNING", "PENDING", "COMPLETING"))}
+
+    def wait_step_accounted(self, job_id: str, step: str, timeout: float = 60) -> str:
+        """Wait until slurmdbd has the end of ``<job_id>.<step>``; returns its ``ExitCode``.
+
+        The allocation's record can be final while a step's end is still on its way from
+        slurmd through slurmctld, and a cancelled job's SIGTERM is only on its batch step."""
+        codes: dict[str, str] = {}
+
+        def ended() -> bool:
+            codes.update(self.step_exit_codes(job_id))
+            return f"{job_id}.{step}" in codes
+
+        _wait(ended, timeout, f"accounting of step {job_id}.{step}", step=1)
+        return codes[f"{job_id}.{step}"]
+
     def wait_accounted_running(self, job_id: str, timeout: float = 60) -> None:
         """Wait until slurmdbd has recorded the start of ``job_id`` (it lags the controller)."""
         _wait(lambda: self.accounted_states([job_id]).get(job_id) == "RUNNING", timeout,
