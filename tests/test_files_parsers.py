@@ -361,6 +361,17 @@ def test_gzip_is_read_by_magic_and_bad_utf8_is_replaced(tmp_path):
         assert parsed.observations["message"].to_list() == [MLX5_LINK[0], "bad \ufffd\ufffd bytes"]
 
 
+def test_nul_bytes_are_replaced_in_valid_and_invalid_utf8(tmp_path):
+    """Valid UTF-8 is checked by Polars, a batch with invalid bytes by Python: NUL becomes
+    U+FFFD either way."""
+    from ingest.files.common import lines_of
+
+    valid, invalid = b"kernel: a \x00 b\n", b"kernel: c \xff d\n"
+    assert lines_of(["v"], [valid], [0]).lines["line"].to_list() == ["kernel: a \ufffd b"]
+    both = lines_of(["v", "i"], [valid, invalid], [0, 0]).lines["line"].to_list()
+    assert both == ["kernel: a \ufffd b", "kernel: c \ufffd d"]
+
+
 def test_detection_per_format(tmp_path):
     cases = {
         "syslog": [line for line, _ in SYSLOG_3164],

@@ -170,6 +170,21 @@ def read_bytes(path: str | Path) -> tuple[bytes, int]:
     return raw, mtime_us
 
 
+def _texts(raws: Sequence[bytes]) -> pl.Series:
+    """The files' contents as text: invalid UTF-8 and NUL bytes become U+FFFD."""
+    # Polars checks UTF-8 without the GIL and without a Python string per file (the other
+    # thread of a landing keeps running); one invalid file fails the whole check, and then
+    # Python decodes each file with replacement.
+    try:
+        texts = pl.Series(raws, dtype=pl.Binary).cast(pl.String)
+    except pl.exceptions.ComputeError:
+        return pl.Series([raw.replace(b"\x00", REPLACEMENT).decode("utf-8", "replace") for raw in raws], dtype=pl.String)
+    # Most batches hold no NUL: looking first spares a pass over every line.
+    if any(b"\x00" in raw for raw in raws):
+        texts = texts.str.replace_all("\x00", "\ufffd", literal=True)
+    return texts
+
+
 def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequence[int]) -> FileBatch:
     """Split the contents of several files into one frame of non-blank lines.
 
@@ -178,16 +193,13 @@ def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequ
     1-based physical line number, so ``origin`` points at the right line even when blank
     lines were skipped.
     """
-    # Most files hold no NUL: looking first spares a copy of each.
-    texts = [(raw.replace(b"\x00", REPLACEMENT) if b"\x00" in raw else raw).decode("utf-8", "replace") for raw in raws]
     files = pl.DataFrame({
         "file": pl.Series(range(len(paths)), dtype=pl.UInt32),
         "input_id": [str(p) for p in paths],
         "mtime": pl.Series(mtimes_us, dtype=pl.Int64).cast(TS_DTYPE),
         "bytes": pl.Series([len(raw) for raw in raws], dtype=pl.Int64),
-        "_text": texts,
+        "_text": _texts(raws),
     })
-    del texts
     # The piece after a file's last newline (all of an empty file) is empty and not a line:
     # a final newline ends the last line, it does not start another.
     frame = (
