@@ -103,11 +103,18 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
     names = pl.col("names_node")
     # A shared service (``alone``) that several nodes of the attempt report with the root's
-    # cause, at any time of the attempt (clients notice a dead server at their own pace).
+    # cause, at any time of the attempt (clients notice a dead server at their own pace),
+    # as a root candidate or as context (a client that lost its session and got it back
+    # still saw the service go).
+    alone = naming.filter(names == "alone")
+    reports = events.filter(
+        pl.col("rule_id").is_in(alone["rule_id"].implode()) & pl.col("role").is_in(["root_candidate", "context"])
+        & (pl.col("ts") <= pl.col("end_ts") + skew)
+    )
     shared = (
-        candidates.join(first.select("attempt_id", "root_cause"), on="attempt_id")
+        reports.join(first.select("attempt_id", "root_cause"), on="attempt_id")
         .filter(pl.col("cause") == pl.col("root_cause"))
-        .join(naming.filter(names == "alone"), on=["rule_id", "event"], how="semi")
+        .join(alone, on=["rule_id", "event"], how="semi")
         .group_by("attempt_id")
         .agg((pl.col("node").n_unique() > 1).alias("_shared"))
     )

@@ -1,15 +1,20 @@
-"""The node Slurm lost: a node of a NODE_FAIL attempt that booted soon after it ended.
+"""The node Slurm lost: a node of a NODE_FAIL attempt that booted soon after it ended, or
+whose kernel reported a stalled CPU while it ran.
 
 Slurm ends an attempt NODE_FAIL when one of its nodes stops answering, but its record does
 not say which. A node that lost power or hung prints nothing more: its log stops, and the
 next lines it writes are a new boot's (``host.node_boot``, the kernel's ``Linux version``
 line), often after the attempt ended. Such a node, booting between the attempt's start and
-:data:`REBOOT_WITHIN` after its end, is the one that failed: it becomes a ``host`` root
-candidate, timed at the attempt's end (when Slurm gave up on it; the failure itself lies
-somewhere in the node's silence before).
+:data:`REBOOT_WITHIN` after its end, is the one that failed. So is a node whose kernel
+reported a CPU stall (:data:`STALL_EVENTS`: RCU stall, soft lockup) between the attempt's
+start and end: alone such a report is context, a CPU that often recovers, but a node that
+stopped answering after one hung. Either becomes a ``host`` root candidate, timed at the
+attempt's end (when Slurm gave up on it; the failure itself lies somewhere before).
 
-Only attempts left without any root candidate get this event: a line naming the fault
-(a power-off, a kernel panic, an XID) says more than a reboot does. The boots are looked
+Only attempts left without a root candidate that names a node get this event: a line
+naming the fault (a power-off, a kernel panic, an XID) says more than a reboot does, while
+Slurm's own "DUE TO NODE FAILURE" line in the job output names only the node it printed
+on, if any; where that line named none, it becomes a confirmation of the node found. The boots are looked
 up among the attempt's own events and the lake's past events (``context.history``), since
 a reboot usually comes after the attempt's window closed.
 Contract: :mod:`engine.rules.python_rules`.
@@ -21,47 +26,63 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.rules.python_rules import known_events, new_events, rooted_attempts
+from engine.rules.python_rules import known_events, link_to_roots, new_events, rooted_attempts
 
 RULE_ID = "node_lost"
 BOOT_EVENT = "host.node_boot"
 REBOOT_WITHIN = timedelta(hours=2)
 """How long after a NODE_FAIL attempt ended a boot of one of its nodes still names it."""
+STALL_EVENTS = ["host.rcu_stall", "host.soft_lockup"]
+"""Kernel reports of a stalled CPU: during a NODE_FAIL attempt they name their node."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
-    """Add a ``host.node_failure`` root for each node that booted after a rootless NODE_FAIL
-    attempt (see the module docstring)."""
+    """Add a ``host.node_failure`` root for each node that booted after, or reported a CPU
+    stall during, a rootless NODE_FAIL attempt (see the module docstring)."""
     lost = context.attempts.filter(pl.col("state") == "node_fail")
     if lost.is_empty():
         return events
-    lost = lost.join(rooted_attempts(events), on="attempt_id", how="anti")
-    boots = known_events(events, context, [BOOT_EVENT], ["cluster", "node", "ts", "origin", "source"])
-    if lost.is_empty() or boots.is_empty():
+    # Slurm's node-failure lines that name no node leave the attempt open to this rule.
+    unnamed = (pl.col("event") == "host.node_failure") & pl.col("node").is_null()
+    lost = lost.join(rooted_attempts(events.filter(~unnamed)), on="attempt_id", how="anti")
+    signs = known_events(events, context, [BOOT_EVENT, *STALL_EVENTS], ["cluster", "node", "ts", "origin", "source", "event"])
+    if lost.is_empty() or signs.is_empty():
         return events
+    booted = pl.col("event") == BOOT_EVENT
+    ts, start, end = pl.col("ts"), pl.col("start_ts"), pl.col("end_ts")
     found = (
         lost.select("attempt_id", "cluster", "job_id", "user", "state", "start_ts", "end_ts", pl.col("nodes").alias("node"))
         .explode("node")
-        .join(boots, on=["cluster", "node"])
-        .filter((pl.col("ts") > pl.col("start_ts")) & (pl.col("ts") <= pl.col("end_ts") + REBOOT_WITHIN))
-        .sort("attempt_id", "node", "ts", "origin")
+        .join(signs, on=["cluster", "node"])
+        .filter((ts > start) & pl.when(booted).then(ts <= end + REBOOT_WITHIN).otherwise(ts <= end))
+        # A boot says more than a stall (the node did go down): it is the one kept.
+        .sort("attempt_id", "node", booted, "ts", "origin", descending=[False, False, True, False, False])
         .group_by("attempt_id", "node", maintain_order=True)
         .first()
     )
     if found.is_empty():
         return events
+    stamp = pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%SZ")
     message = pl.concat_str([
         pl.lit("node "), pl.col("node"), pl.lit(" stopped answering (Slurm ended the job NODE_FAIL at "),
-        pl.col("end_ts").dt.strftime("%Y-%m-%dT%H:%M:%SZ"), pl.lit(") and booted again at "),
-        pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%SZ"), pl.lit(": it lost power, hung or crashed"),
+        pl.col("end_ts").dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        pl.when(booted).then(pl.concat_str([pl.lit(") and booted again at "), stamp, pl.lit(": it lost power, hung or crashed")]))
+        .otherwise(pl.concat_str([pl.lit(") after its kernel reported a stalled CPU at "), stamp, pl.lit(": it hung")])),
     ])
+    params = pl.when(booted).then(pl.struct(stamp.alias("booted")).struct.json_encode()).otherwise(
+        pl.struct(stamp.alias("stalled")).struct.json_encode()
+    )
     added = new_events(
         found.with_columns(
             message.alias("message"),
-            pl.struct(pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ").alias("booted")).struct.json_encode().alias("params"),
+            params.alias("params"),
             pl.lit("inferred").alias("ts_source"),
-        ).with_columns(pl.col("end_ts").alias("ts")),
+        ).with_columns(pl.col("end_ts").alias("ts")).drop("event"),
         events, rule_id=RULE_ID, event="host.node_lost", domain="host", cause="host.node_failure",
         role="root_candidate", action="check_host",
     )
-    return pl.concat([events, added])
+    first = added.group_by("attempt_id").agg(pl.col("event_id").min().alias("_root"))
+    links = events.filter(unnamed & (pl.col("role") == "root_candidate")).select("attempt_id", "event_id").join(
+        first, on="attempt_id"
+    )
+    return pl.concat([link_to_roots(events, links, "confirmation"), added])

@@ -1,5 +1,6 @@
 """The ``node_lost`` python rule, end to end: a node of a NODE_FAIL attempt that booted soon
-after the attempt ended is the node Slurm lost; a boot hours later, or no boot, names no one.
+after the attempt ended, or reported a stalled CPU while it ran, is the node Slurm lost; a
+boot hours later, a stall after the end, or neither, names no one.
 Real boot lines, landed through the Slurm connector and the files landing, attributed by a
 run."""
 
@@ -15,7 +16,11 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 700|700|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[1-2]|gres/gpu=16,node=2
 701|701|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[3-4]|gres/gpu=16,node=2
 702|702|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[5-6]|gres/gpu=16,node=2
+703|703|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[7-8]|gres/gpu=16,node=2
+704|704|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[9-10]|gres/gpu=16,node=2
 """
+# tree_stall.h's report, as cilium/tetragon#328 shows it
+RCU_STALL = "kernel: [  103.087243] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +28,22 @@ def verdicts(tmp_path_factory):
     root = tmp_path_factory.mktemp("lost")
     logs = root / "logs"
     logs.mkdir()
-    for node in ("n1", "n3", "n5", "n6"):
+    for node in ("n1", "n3", "n5", "n6", "n7", "n9"):
         (logs / f"{node}.log").write_text(syslog(node, ("07:50:00", ALIVE), ("09:30:00", ALIVE)))
     # n2 went silent during job 700 and booted 25 minutes after Slurm gave up on it.
     (logs / "n2.log").write_text(syslog("n2", ("07:50:00", ALIVE), ("09:25:00", f"kernel: {BOOT}")))
     # n4 booted too, but three hours after job 701 ended: maintenance, not this failure.
     (logs / "n4.log").write_text(syslog("n4", ("07:50:00", ALIVE), ("12:00:00", f"kernel: {BOOT}")))
-    for job in ("700", "701", "702"):
+    # n8 reported a stalled CPU during job 703 and was never heard of again: it hung.
+    (logs / "n8.log").write_text(syslog("n8", ("07:50:00", ALIVE), ("08:40:00", RCU_STALL)))
+    # n10's stall came after job 704 had ended: not what ended it.
+    (logs / "n10.log").write_text(syslog("n10", ("07:50:00", ALIVE), ("09:10:00", RCU_STALL)))
+    for job in ("700", "701", "702", "703", "704"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 08:10:00,000] {ITERATION}\n")
+    # Slurm's own line names only the batch host it printed on (slurmstepd's format string).
+    with (logs / "slurm-703.out").open("a") as out:
+        out.write("slurmstepd: error: *** JOB 703 ON n7 CANCELLED AT 2026-11-20T09:00:00 DUE TO NODE FAILURE, "
+                  "SEE SLURMCTLD LOG FOR DETAILS ***\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -46,3 +59,15 @@ def test_a_boot_hours_later_names_no_node(verdicts):
 
 def test_without_a_boot_the_state_alone_names_no_node(verdicts):
     assert (verdicts["702"]["cause"], verdicts["702"]["culprit_nodes"]) == ("host.node_failure", [])
+
+
+def test_a_node_that_reported_a_cpu_stall_during_a_node_fail_is_the_lost_node(verdicts):
+    v = verdicts["703"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.node_failure", ["n8"])
+    roles = {e["rule_id"]: e["role"] for e in v["evidence"]}
+    assert "stalled CPU" in next(e["message"] for e in v["evidence"] if e["rule_id"] == "node_lost")
+    assert (roles["node_lost"], roles["scheduler.slurm_cancelled_node_failure"]) == ("root_candidate", "confirmation")
+
+
+def test_a_stall_after_the_attempt_ended_names_no_node(verdicts):
+    assert (verdicts["704"]["cause"], verdicts["704"]["culprit_nodes"]) == ("host.node_failure", [])

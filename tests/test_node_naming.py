@@ -1,7 +1,8 @@
 """Which roots name their node (``names_node``), end to end with real lines: a global OOM
 kill names the node, also beside slurmstepd's count of it; a cgroup OOM kill (the job's own
 memory limit) does not, nor does slurmstepd's count alone; a file server
-that one node reports names that node, one that several nodes of the job report names none;
+that one node reports names that node, one that several nodes of the job report (as a root or
+as context) names none;
 a quota names no node. Also: a contained ECC error (XID 94) before the attempt started is the
 previous job's. Landed through the Slurm connector and the files landing, attributed by a
 run."""
@@ -27,6 +28,10 @@ STEP_OOM = "error: Detected 1 oom_kill event in StepId=440575.0. Some of the ste
 NFS_DOWN = "nfs: server 192.168.1.229 not responding, still trying"
 # https://github.com/tloen/alpaca-lora/issues/280
 QUOTA = "OSError: [Errno 122] Disk quota exceeded"
+# https://github.com/marbits-icm/marbits-public/issues/139 (a shared filesystem's client shut down)
+ESHUTDOWN = "ls: cannot access data/shard-0007.tar: Cannot send after transport endpoint shutdown"
+# https://github.com/ceph/ceph-csi/issues/4050
+CEPH_MON_LOST = "libceph: mon2 (1)10.0.0.247:6789 session lost, hunting for new mon"
 # https://github.com/akash-network/support/issues/244
 XID_94 = "NVRM: Xid (PCI:0000:00:08): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No"
 
@@ -38,6 +43,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 604|604|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n6|gres/gpu=8,node=1
 605|605|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n7|gres/gpu=8,node=1
 606|606|train|alice|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n8|gres/gpu=8,node=1
+607|607|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[9-10]|gres/gpu=16,node=2
 """
 
 
@@ -59,6 +65,10 @@ def verdicts(tmp_path_factory):
     (logs / "n4.log").write_text(_kernel("n4", "10:22:30", NFS_DOWN))  # noticed at its own pace
     (logs / "n5.log").write_text(_kernel("n5", "10:20:00", NFS_DOWN))
     (logs / "n7.log").write_text(_kernel("n7", "09:50:00", XID_94))  # the job before's process
+    # Both clients lost the CephFS session; only rank 0 (on n9) failed a file call with it.
+    (logs / "n9.log").write_text(_kernel("n9", "10:19:00", CEPH_MON_LOST))
+    (logs / "n10.log").write_text(_kernel("n10", "10:19:30", CEPH_MON_LOST))
+    (logs / "slurm-607.out").write_text(f"0: [2026-11-20 10:29:00,000] {ESHUTDOWN}\n")
     for job in ("600", "601", "602", "603", "606"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     (logs / "slurm-604.out").write_text(f"[2026-11-20 10:29:00,000] {QUOTA}\n")
@@ -84,6 +94,12 @@ def test_a_file_server_several_nodes_report_names_none(verdicts):
 
 def test_a_file_server_one_node_reports_names_it(verdicts):
     assert (verdicts["603"]["cause"], verdicts["603"]["culprit_nodes"]) == ("storage.filesystem_unavailable", ["n5"])
+
+
+def test_a_file_server_other_nodes_report_as_context_names_none(verdicts):
+    """One node's failed call is the root; the other node's lost session (context, the same
+    cause) still shows the service went away for both."""
+    assert (verdicts["607"]["cause"], verdicts["607"]["culprit_nodes"]) == ("storage.filesystem_unavailable", [])
 
 
 def test_a_quota_names_no_node(verdicts):
