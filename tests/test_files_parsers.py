@@ -333,6 +333,26 @@ def test_vllm_stamps_and_process_tags(tmp_path):
     ]
 
 
+def test_open_mpi_tag_output_gives_the_rank(tmp_path):
+    """``mpirun --tag-output`` (what ``horovodrun`` runs) prefixes ``[<job>,<rank>]<stream>:``."""
+    lines = [
+        # https://github.com/open-mmlab/mmcv/issues/1240
+        "[1,1]<stderr>:2021-08-04 11:52:22,414 - mmdet - INFO - Epoch [1][7400/14659]\tlr: 1.000e-02, eta: 12:00:40",
+        # https://github.com/horovod/horovod/issues/1410
+        "[1,0]<stderr>:WARNING:tensorflow:From train_model.py:283: The name tf.app.run is deprecated. Please use tf.compat.v1.app.run instead.",
+        # https://github.com/horovod/horovod/issues/3871
+        "[1,1]<stdout>:-------------------------",
+    ]
+    obs = read_log_file(write(tmp_path / "hvd.log", lines), year=2026, source="app").observations
+    assert obs["rank"].to_list() == [1, 0, 1]
+    assert obs["ts"][0] == datetime(2021, 8, 4, 11, 52, 22, 414000, tzinfo=UTC)
+    assert obs["message"].to_list() == [
+        "- mmdet - INFO - Epoch [1][7400/14659]\tlr: 1.000e-02, eta: 12:00:40",
+        "WARNING:tensorflow:From train_model.py:283: The name tf.app.run is deprecated. Please use tf.compat.v1.app.run instead.",
+        "-------------------------",
+    ]
+
+
 def test_kubectl_timestamps_and_container_prefixes(tmp_path):
     lines = [
         f"2026-11-30T15:32:38.123456789Z [default0]:[rank0]: {CUDA_OOM[0]}",
