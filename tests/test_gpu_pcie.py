@@ -1,0 +1,49 @@
+"""An uncorrected PCIe error on a GPU and the XID that follows on that GPU are one failure:
+the XID is the root and the AER line its confirmation (``precedence.xid_over_gpu_pcie_error``);
+on another device the AER line stays a root of its own. Landed through the Slurm connector
+and the files landing, attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tests.end_to_end import ITERATION, syslog, verdicts_by_job
+
+# The nvidia driver's AER line (https://wenku.csdn.net/answer/26sjj6j1cb prints its
+# Correctable form) with the uncorrected severity aer.c prints; the XID as in test_extract.
+AER_GPU = "kernel: nvidia 0000:06:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)"
+AER_NIC = "kernel: mlx5_core 0000:41:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)"
+XID_79 = "kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+800|800|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g1|gres/gpu=8,node=1
+801|801|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g2|gres/gpu=8,node=1
+"""
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pcie")
+    logs = root / "logs"
+    logs.mkdir()
+    (logs / "g1.log").write_text(syslog("g1", ("10:20:00", AER_GPU), ("10:20:01", XID_79)))
+    (logs / "g2.log").write_text(syslog("g2", ("10:20:00", AER_NIC), ("10:20:01", XID_79)))
+    for job in ("800", "801"):
+        (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+
+
+def _role(verdict: dict, rule_id: str) -> str:
+    return next(e["role"] for e in verdict["evidence"] if e["rule_id"] == rule_id)
+
+
+def test_the_xid_on_the_gpu_with_the_pcie_error_is_the_root(verdicts):
+    v = verdicts["800"]
+    assert (v["domain"], v["cause"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["0000:06:00"])
+    assert _role(v, "pcie_aer_bus_error") == "confirmation"
+
+
+def test_a_pcie_error_of_another_device_stays_a_root(verdicts):
+    assert _role(verdicts["801"], "pcie_aer_bus_error") != "confirmation"
