@@ -5,6 +5,9 @@ Defaults are chosen for synchronous training jobs on Slurm/Kubernetes clusters:
 ``lookback`` (30 min)
     Node events this long before an attempt started still attach to it: a GPU that threw
     XID 79 twenty minutes before the job landed on it is the likely reason it failed at once.
+``fail_at_once`` (10 min)
+    A root candidate from that lookback is the root only of an attempt that started failing
+    within this long of its start; one that ran longer had working hardware after it.
 ``grace`` (10 min)
     Node events this long after an attempt ended still attach: kernels log a dying GPU or a
     panicking node after the scheduler has already marked the job dead.
@@ -47,6 +50,7 @@ class EngineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     lookback: Duration = "30m"
+    fail_at_once: Duration = "10m"
     grace: Duration = "10m"
     clock_skew: Duration = "5s"
     tie_window: Duration = "1s"

@@ -290,13 +290,8 @@ def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
         return events
     events = _with_rows(events)
     downs = events.filter(is_down)
-    cascade = pl.col("role") == "cascade"
-    waited = pl.when(cascade).then(pl.col("params")).str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False)
-    began = pl.col("ts") - pl.duration(milliseconds=waited.fill_null(0))
     # Only attempts with a link-down need to know when they started failing.
-    failing = events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi").group_by("attempt_id").agg(
-        pl.min_horizontal(began.filter(cascade).min(), pl.col("end_ts").first()).alias("_failing")
-    )
+    failing = _failing_since(events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi"))
     ups = events.filter(pl.col("cause") == LINK_UP_CAUSE).select(
         "attempt_id", "node", "port", pl.col("ts").alias("_up")
     )
@@ -324,6 +319,50 @@ def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
         )
         .drop("_recovered", "_row")
     )
+
+
+def _cascade_began() -> pl.Expr:
+    """When a cascade's failure began: a cascade that reports a timeout (``timeout_ms`` in
+    its params, the NCCL watchdog's ``Timeout(ms)``) began that long before it was printed."""
+    cascade = pl.col("role") == "cascade"
+    waited = pl.when(cascade).then(pl.col("params")).str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False)
+    return pl.col("ts") - pl.duration(milliseconds=waited.fill_null(0))
+
+
+def _failing_since(events: pl.DataFrame, *roots: pl.Expr) -> pl.DataFrame:
+    """``attempt_id`` and ``_failing``: when each attempt of ``events`` started failing — its
+    first cascade (:func:`_cascade_began`), the first of the events ``roots`` selects, or
+    its end, whichever is first."""
+    cascade = pl.col("role") == "cascade"
+    firsts = [_cascade_began().filter(cascade).min(), *(pl.col("ts").filter(r).min() for r in roots)]
+    return events.group_by("attempt_id").agg(pl.min_horizontal(*firsts, pl.col("end_ts").first()).alias("_failing"))
+
+
+def demote_outlived_prestart_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: timedelta) -> pl.DataFrame:
+    """A root candidate stamped before its attempt started (the ``lookback`` window) is the
+    root only of an attempt that started failing within ``fail_at_once`` of its start: a
+    GPU that fell off the bus before the job landed fails it at once. An attempt that ran
+    longer than that had working hardware after the event (a NIC's transmit timeout the
+    driver recovered from, a link that came back), so for it the event is ``context``.
+
+    "Started failing" is the attempt's first cascade, its first root candidate stamped
+    after its start, or its end (:func:`_failing_since`).
+    """
+    if events.is_empty():
+        return events
+    root = pl.col("role") == "root_candidate"
+    early = root & (pl.col("ts_hi") < pl.col("start_ts") - skew)
+    if not events.select(early.any()).item():
+        return events
+    later = root & (pl.col("ts_hi") >= pl.col("start_ts") - skew)
+    failing = _failing_since(events.filter(pl.col("attempt_id").is_in(
+        events.filter(early)["attempt_id"].unique().implode())), later)
+    outlived = (
+        events.join(failing, on="attempt_id", how="left", maintain_order="left")
+        .select(early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once).fill_null(False))
+        .to_series()
+    )
+    return events.with_columns(pl.when(outlived).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
 
 
 def restore_orphaned_confirmations(events: pl.DataFrame) -> pl.DataFrame:
