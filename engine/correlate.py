@@ -355,8 +355,8 @@ def demote_outlived_prestart_roots(events: pl.DataFrame, fail_at_once: timedelta
     if not events.select(early.any()).item():
         return events
     later = root & (pl.col("ts_hi") >= pl.col("start_ts") - skew)
-    failing = _failing_since(events.filter(pl.col("attempt_id").is_in(
-        events.filter(early)["attempt_id"].unique().implode())), later)
+    suspects = events.filter(early)["attempt_id"].unique()
+    failing = _failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), later)
     outlived = (
         events.join(failing, on="attempt_id", how="left", maintain_order="left")
         .select(early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once).fill_null(False))

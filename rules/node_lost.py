@@ -14,9 +14,9 @@ attempt's end (when Slurm gave up on it; the failure itself lies somewhere befor
 Only attempts left without a root candidate that names a node get this event: a line
 naming the fault (a power-off, a kernel panic, an XID) says more than a reboot does, while
 Slurm's own "DUE TO NODE FAILURE" line in the job output names only the node it printed
-on, if any; where that line named none, it becomes a confirmation of the node found. The boots are looked
-up among the attempt's own events and the lake's past events (``context.history``), since
-a reboot usually comes after the attempt's window closed.
+on, if any; where that line named none, it becomes a confirmation of the node found. The
+boots and stalls are looked up among the attempt's own events and the lake's past events
+(``context.history``), since a reboot usually comes after the attempt's window closed.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -69,8 +69,9 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         pl.when(booted).then(pl.concat_str([pl.lit(") and booted again at "), stamp, pl.lit(": it lost power, hung or crashed")]))
         .otherwise(pl.concat_str([pl.lit(") after its kernel reported a stalled CPU at "), stamp, pl.lit(": it hung")])),
     ])
-    params = pl.when(booted).then(pl.struct(stamp.alias("booted")).struct.json_encode()).otherwise(
-        pl.struct(stamp.alias("stalled")).struct.json_encode()
+    precise = pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ")
+    params = pl.when(booted).then(pl.struct(precise.alias("booted")).struct.json_encode()).otherwise(
+        pl.struct(precise.alias("stalled")).struct.json_encode()
     )
     added = new_events(
         found.with_columns(
