@@ -268,35 +268,49 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: ti
 
 LINK_DOWN_CAUSE = "network.link_down"
 LINK_UP_CAUSE = "network.link_up"
+LUSTRE_LOST_EVENT = "storage.lustre_connection_lost"
+LUSTRE_RESTORED_EVENT = "storage.lustre_connection_restored"
 
 
-def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
-    """A port that went down and came back up before the attempt started failing is not
-    its root cause: such link-down root candidates become ``context`` — unless errors the
-    application reported were tied to it, or to another link-down of its node, as their
-    confirmations (NCCL's ``NET/IB`` retry errors: the flap did break the job's traffic,
-    though the watchdog noticed only later).
+def _outage(down: bool) -> pl.Expr:
+    """Which kind of outage an event opens (``down``) or closes: ``link`` (a port's
+    link-down / link-up, by cause) or ``lustre`` (a client's lost / restored connection)."""
+    link, lustre = (LINK_DOWN_CAUSE, LUSTRE_LOST_EVENT) if down else (LINK_UP_CAUSE, LUSTRE_RESTORED_EVENT)
+    return (
+        pl.when(pl.col("cause") == link).then(pl.lit("link"))
+        .when(pl.col("event") == lustre).then(pl.lit("lustre"))
+        .alias("_outage")
+    )
+
+
+def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
+    """A port that went down and came back up, or a Lustre connection lost and restored,
+    before the attempt started failing is not its root cause: such root candidates become
+    ``context`` — unless errors the application reported were tied to it, or to another
+    outage of its node, as their confirmations (NCCL's ``NET/IB`` retry errors: the flap
+    did break the job's traffic, though the watchdog noticed only later).
 
     "Started failing" is the first cascade of the attempt, or its end when it has none. A
     cascade that reports a timeout (``timeout_ms`` in its params: the NCCL watchdog's
     ``Timeout(ms)``) started failing that long before it was printed: a collective that hung
-    while the port flapped is noticed only when the timeout runs out. The link-up must be on
-    the same node and port (an event of cause ``network.link_up``).
+    while the port flapped is noticed only when the timeout runs out. The recovery must be
+    on the same node and port (a link-up of cause ``network.link_up``, a Lustre
+    ``Connection restored``).
     """
     if events.is_empty():
         return events
-    is_down = (pl.col("cause") == LINK_DOWN_CAUSE) & (pl.col("role") == "root_candidate")
+    is_down = _outage(down=True).is_not_null() & (pl.col("role") == "root_candidate")
     if not events.select(is_down.any()).item():
         return events
     events = _with_rows(events)
-    downs = events.filter(is_down)
-    # Only attempts with a link-down need to know when they started failing.
+    downs = events.filter(is_down).with_columns(_outage(down=True))
+    # Only attempts with an outage need to know when they started failing.
     failing = _failing_since(events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi"))
-    ups = events.filter(pl.col("cause") == LINK_UP_CAUSE).select(
-        "attempt_id", "node", "port", pl.col("ts").alias("_up")
+    ups = events.filter(_outage(down=False).is_not_null()).select(
+        "attempt_id", "node", "port", _outage(down=False), pl.col("ts").alias("_up")
     )
-    # A confirmed link-down keeps every link-down of its node in the attempt: the kernel
-    # reports one flap at the netdev and at the HCA port, and the errors link to one of them.
+    # A confirmed outage keeps every outage of its node in the attempt: the kernel reports
+    # one flap at the netdev and at the HCA port, and the errors link to one of them.
     confirmed = (
         events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
         .select("attempt_id", pl.col("caused_by").alias("event_id"))
@@ -304,8 +318,8 @@ def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
         .select("attempt_id", "node").unique()
     )
     recovered = (
-        downs.select("_row", "attempt_id", "node", "port", "event_id", "ts")
-        .join(ups, on=["attempt_id", "node", "port"], how="inner", nulls_equal=True)
+        downs.select("_row", "attempt_id", "node", "port", "_outage", "event_id", "ts")
+        .join(ups, on=["attempt_id", "node", "port", "_outage"], how="inner", nulls_equal=True)
         .join(failing, on="attempt_id")
         .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") < pl.col("_failing")))
         .join(confirmed, on=["attempt_id", "node"], how="anti", nulls_equal=True)
@@ -319,6 +333,43 @@ def demote_recovered_links(events: pl.DataFrame) -> pl.DataFrame:
         )
         .drop("_recovered", "_row")
     )
+
+
+HANG_MARGIN = timedelta(minutes=1)
+"""How long after the hung collective began a fault may still have hung it: the collective
+was already running (a large all-reduce takes seconds) when the fault struck."""
+
+
+INFRASTRUCTURE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "network", "host", "storage")
+
+
+def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
+    """An infrastructure root candidate stamped more than :data:`HANG_MARGIN` after the
+    collective that timed out began (a watchdog cascade's stamp minus its ``Timeout(ms)``)
+    cannot have hung it: the job was already stuck (rank 0 still tokenising, a deadlock),
+    and a link that flapped thirteen minutes into the wait is ``context``. The stuck rank is
+    then named by the python rules (``straggler.py``). A workload root printed late stays:
+    it may report the stall itself (``DataLoader timed out after 300 seconds``)."""
+    if events.is_empty():
+        return events
+    waited = pl.col("params").str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False)
+    hung = (
+        events.filter(pl.col("role") == "cascade")
+        .filter(waited.is_not_null())
+        .group_by("attempt_id")
+        .agg(_cascade_began().min().alias("_hung"))
+    )
+    if hung.is_empty():
+        return events
+    late = (
+        events.join(hung, on="attempt_id", how="left", maintain_order="left")
+        .select(
+            (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE_DOMAINS)
+            & (pl.col("ts") > pl.col("_hung") + HANG_MARGIN).fill_null(False)
+        )
+        .to_series()
+    )
+    return events.with_columns(pl.when(late).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
 
 
 def _cascade_began() -> pl.Expr:

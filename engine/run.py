@@ -28,8 +28,8 @@ import polars as pl
 
 from engine.config import EngineConfig
 from engine.correlate import (
-    apply_precedence, apply_suppress, attach_events, demote_outlived_prestart_roots, demote_recovered_links,
-    restore_orphaned_confirmations,
+    apply_precedence, apply_suppress, attach_events, demote_outlived_prestart_roots, demote_recovered_outages,
+    demote_roots_after_the_hang, restore_orphaned_confirmations,
 )
 from engine.decide import decide, state_table
 from engine.extract import lake_events, landing_derivation
@@ -414,7 +414,8 @@ def correlate(
     skew = timedelta(seconds=config.seconds("clock_skew"))
     correlated = apply_suppress(correlated, pack.suppress, skew)
     correlated = apply_precedence(correlated, pack.precedence, skew)
-    correlated = demote_recovered_links(correlated)
+    correlated = demote_recovered_outages(correlated)
+    correlated = demote_roots_after_the_hang(correlated)
     correlated = demote_outlived_prestart_roots(correlated, timedelta(seconds=config.seconds("fail_at_once")), skew)
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())
     return restore_orphaned_confirmations(run_python_rules(correlated, pack.python, context))

@@ -25,6 +25,11 @@ def verdicts_by_job(root: Path, sacct: str, logs: Path, day: date, **land_option
     return {row["job_id"]: row for row in run_attribution(lake, day, day).verdicts.to_dicts()}
 
 
+def role_of(verdict: dict, rule_id: str) -> str:
+    """The role of the first evidence event of rule ``rule_id`` in a verdict."""
+    return next(e["role"] for e in verdict["evidence"] if e["rule_id"] == rule_id)
+
+
 # https://github.com/bigscience-workshop/bigscience/blob/9e64edec2ad1fb9263bf39ba616a84ff64b4d947/train/tr11-176B-ml/chronicles.md
 ITERATION = "iteration   42784/ 115311 | consumed samples:    71463856 | elapsed time per iteration (s): 111.14"
 # https://github.com/lllyasviel/FramePack/issues/369

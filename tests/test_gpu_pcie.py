@@ -9,7 +9,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, syslog, verdicts_by_job
+from tests.end_to_end import ITERATION, role_of, syslog, verdicts_by_job
 
 # The nvidia driver's AER line (https://wenku.csdn.net/answer/26sjj6j1cb prints its
 # Correctable form) with the uncorrected severity aer.c prints; the XID as in test_extract.
@@ -35,15 +35,11 @@ def verdicts(tmp_path_factory):
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
-def _role(verdict: dict, rule_id: str) -> str:
-    return next(e["role"] for e in verdict["evidence"] if e["rule_id"] == rule_id)
-
-
 def test_the_xid_on_the_gpu_with_the_pcie_error_is_the_root(verdicts):
     v = verdicts["800"]
     assert (v["domain"], v["cause"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["0000:06:00"])
-    assert _role(v, "pcie_aer_bus_error") == "confirmation"
+    assert role_of(v, "pcie_aer_bus_error") == "confirmation"
 
 
 def test_a_pcie_error_of_another_device_stays_a_root(verdicts):
-    assert _role(verdicts["801"], "pcie_aer_bus_error") != "confirmation"
+    assert role_of(verdicts["801"], "pcie_aer_bus_error") != "confirmation"

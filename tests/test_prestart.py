@@ -10,7 +10,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, syslog, verdicts_by_job
+from tests.end_to_end import ITERATION, role_of, syslog, verdicts_by_job
 
 # https://github.com/ntop/PF_RING/issues/74
 TX_TIMEOUT = "kernel: NETDEV WATCHDOG: cap0 (i40e): transmit queue 0 timed out"
@@ -41,14 +41,10 @@ def verdicts(tmp_path_factory):
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
-def _role(verdict: dict, rule_id: str) -> str:
-    return next(e["role"] for e in verdict["evidence"] if e["rule_id"] == rule_id)
-
-
 def test_a_nic_timeout_before_a_job_that_ran_twenty_minutes_is_context(verdicts):
     v = verdicts["810"]
     assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
-    assert _role(v, "fabric.netdev_tx_timeout") == "context"
+    assert role_of(v, "fabric.netdev_tx_timeout") == "context"
 
 
 def test_a_lost_gpu_before_a_job_that_failed_at_once_is_its_root(verdicts):
@@ -59,4 +55,4 @@ def test_a_lost_gpu_before_a_job_that_failed_at_once_is_its_root(verdicts):
 def test_a_lost_gpu_before_a_job_that_ran_on_is_not_its_root(verdicts):
     v = verdicts["812"]
     assert v["cause"] != "gpu.fallen_off_bus"
-    assert _role(v, "gpu_xid") == "context"
+    assert role_of(v, "gpu_xid") == "context"
