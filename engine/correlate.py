@@ -14,6 +14,7 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import EngineConfig
+from engine.decide import INFRASTRUCTURE
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 
 ATTEMPT_COLUMNS = ["attempt_id", "cluster", "job_id", "user", "state", "start_ts", "end_ts"]
@@ -323,24 +324,14 @@ def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
         .join(failing, on="attempt_id")
         .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") < pl.col("_failing")))
         .join(confirmed, on=["attempt_id", "node"], how="anti", nulls_equal=True)
-        .select("_row", pl.lit(True).alias("_recovered"))
-        .unique()
+        ["_row"]
     )
-    return (
-        events.join(recovered, on="_row", how="left", maintain_order="left")
-        .with_columns(
-            pl.when(pl.col("_recovered").fill_null(False)).then(pl.lit("context")).otherwise(pl.col("role")).alias("role")
-        )
-        .drop("_recovered", "_row")
-    )
+    return _to_context(events, events["_row"].is_in(recovered.implode())).drop("_row")
 
 
 HANG_MARGIN = timedelta(minutes=1)
 """How long after the hung collective began a fault may still have hung it: the collective
 was already running (a large all-reduce takes seconds) when the fault struck."""
-
-
-INFRASTRUCTURE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "network", "host", "storage")
 
 
 def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
@@ -352,10 +343,8 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     it may report the stall itself (``DataLoader timed out after 300 seconds``)."""
     if events.is_empty():
         return events
-    waited = pl.col("params").str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False)
     hung = (
-        events.filter(pl.col("role") == "cascade")
-        .filter(waited.is_not_null())
+        events.filter(_timeout_ms().is_not_null())
         .group_by("attempt_id")
         .agg(_cascade_began().min().alias("_hung"))
     )
@@ -364,20 +353,30 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     late = (
         events.join(hung, on="attempt_id", how="left", maintain_order="left")
         .select(
-            (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE_DOMAINS)
+            (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE)
             & (pl.col("ts") > pl.col("_hung") + HANG_MARGIN).fill_null(False)
         )
         .to_series()
     )
-    return events.with_columns(pl.when(late).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
+    return _to_context(events, late)
+
+
+def _to_context(events: pl.DataFrame, mask: pl.Series) -> pl.DataFrame:
+    """``events`` with the rows ``mask`` selects given the role ``context``."""
+    return events.with_columns(pl.when(mask).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
+
+
+def _timeout_ms() -> pl.Expr:
+    """A cascade's reported timeout (``timeout_ms`` in its params, the NCCL watchdog's
+    ``Timeout(ms)``); null for other rows (only cascades' params are parsed)."""
+    cascade = pl.col("role") == "cascade"
+    return pl.when(cascade).then(pl.col("params")).str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False)
 
 
 def _cascade_began() -> pl.Expr:
     """When a cascade's failure began: a cascade that reports a timeout (``timeout_ms`` in
     its params, the NCCL watchdog's ``Timeout(ms)``) began that long before it was printed."""
-    cascade = pl.col("role") == "cascade"
-    waited = pl.when(cascade).then(pl.col("params")).str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False)
-    return pl.col("ts") - pl.duration(milliseconds=waited.fill_null(0))
+    return pl.col("ts") - pl.duration(milliseconds=_timeout_ms().fill_null(0))
 
 
 def _failing_since(events: pl.DataFrame, *roots: pl.Expr) -> pl.DataFrame:
@@ -413,7 +412,7 @@ def demote_outlived_prestart_roots(events: pl.DataFrame, fail_at_once: timedelta
         .select(early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once).fill_null(False))
         .to_series()
     )
-    return events.with_columns(pl.when(outlived).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
+    return _to_context(events, outlived)
 
 
 def restore_orphaned_confirmations(events: pl.DataFrame) -> pl.DataFrame:
