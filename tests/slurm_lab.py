@@ -193,19 +193,13 @@ class SlurmLab:
         return {step: code for step, state, code in rows
                 if "." in step and not state.startswith(("RUNNING", "PENDING", "COMPLETING"))}
 
-    def wait_step_accounted(self, job_id: str, step: str, timeout: float = 60) -> str:
-        """Wait until slurmdbd has the end of ``<job_id>.<step>``; returns its ``ExitCode``.
+    def wait_step_accounted(self, job_id: str, step: str, timeout: float = 60) -> None:
+        """Wait until slurmdbd has the end of ``<job_id>.<step>`` (:meth:`step_exit_codes`).
 
         The allocation's record can be final while a step's end is still on its way from
         slurmd through slurmctld, and a cancelled job's SIGTERM is only on its batch step."""
-        codes: dict[str, str] = {}
-
-        def ended() -> bool:
-            codes.update(self.step_exit_codes(job_id))
-            return f"{job_id}.{step}" in codes
-
-        _wait(ended, timeout, f"accounting of step {job_id}.{step}", step=1)
-        return codes[f"{job_id}.{step}"]
+        _wait(lambda: f"{job_id}.{step}" in self.step_exit_codes(job_id), timeout,
+              f"accounting of step {job_id}.{step}", step=1)
 
     def wait_accounted_running(self, job_id: str, timeout: float = 60) -> None:
         """Wait until slurmdbd has recorded the start of ``job_id`` (it lags the controller)."""

@@ -10,7 +10,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ALIVE, BOOT, ITERATION, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, BOOT, ITERATION, role_of, syslog, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 700|700|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[1-2]|gres/gpu=16,node=2
@@ -64,9 +64,9 @@ def test_without_a_boot_the_state_alone_names_no_node(verdicts):
 def test_a_node_that_reported_a_cpu_stall_during_a_node_fail_is_the_lost_node(verdicts):
     v = verdicts["703"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.node_failure", ["n8"])
-    roles = {e["rule_id"]: e["role"] for e in v["evidence"]}
     assert "stalled CPU" in next(e["message"] for e in v["evidence"] if e["rule_id"] == "node_lost")
-    assert (roles["node_lost"], roles["scheduler.slurm_cancelled_node_failure"]) == ("root_candidate", "confirmation")
+    roles = role_of(v, "node_lost"), role_of(v, "scheduler.slurm_cancelled_node_failure")
+    assert roles == ("root_candidate", "confirmation")
 
 
 def test_a_stall_after_the_attempt_ended_names_no_node(verdicts):
