@@ -40,6 +40,8 @@ CGROUP_OOM = ("Memory cgroup out of memory: Killed process 629 (onmt_train) tota
 # https://github.com/velvet-os/imagebuilder/issues/36 (the kernel's first line of a boot)
 BOOT = ("[    0.000000] Linux version 5.15.22-stb-mt8+ (root@aarch64) (gcc (Debian 10.2.1-6) 10.2.1 20210110, "
         "GNU ld (GNU Binutils for Debian) 2.35.2) #5 SMP PREEMPT Tue Feb 22 21:52:33 CET 2022")
+# https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
+XID_79 = "NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
 # https://github.com/mempodippy/vlany/issues/28 (an ordinary daemon line: the node is alive)
 ALIVE = "systemd[1]: Started Session c2 of user root."
 

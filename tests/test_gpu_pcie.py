@@ -9,13 +9,12 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, role_of, syslog, verdicts_by_job
+from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job
 
 # The nvidia driver's AER line (https://wenku.csdn.net/answer/26sjj6j1cb prints its
-# Correctable form) with the uncorrected severity aer.c prints; the XID as in test_extract.
+# Correctable form) with the uncorrected severity aer.c prints.
 AER_GPU = "kernel: nvidia 0000:06:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)"
 AER_NIC = "kernel: mlx5_core 0000:41:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)"
-XID_79 = "kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 800|800|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g1|gres/gpu=8,node=1
@@ -28,8 +27,8 @@ def verdicts(tmp_path_factory):
     root = tmp_path_factory.mktemp("pcie")
     logs = root / "logs"
     logs.mkdir()
-    (logs / "g1.log").write_text(syslog("g1", ("10:20:00", AER_GPU), ("10:20:01", XID_79)))
-    (logs / "g2.log").write_text(syslog("g2", ("10:20:00", AER_NIC), ("10:20:01", XID_79)))
+    (logs / "g1.log").write_text(syslog("g1", ("10:20:00", AER_GPU), ("10:20:01", f"kernel: {XID_79}")))
+    (logs / "g2.log").write_text(syslog("g2", ("10:20:00", AER_NIC), ("10:20:01", f"kernel: {XID_79}")))
     for job in ("800", "801"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))

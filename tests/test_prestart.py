@@ -10,11 +10,10 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, role_of, syslog, verdicts_by_job
+from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job
 
 # https://github.com/ntop/PF_RING/issues/74
 TX_TIMEOUT = "kernel: NETDEV WATCHDOG: cap0 (i40e): transmit queue 0 timed out"
-XID_79 = "kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
 # https://github.com/QwenLM/Qwen-VL/issues/142
 DEVICE_MISMATCH = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
 
@@ -31,8 +30,8 @@ def verdicts(tmp_path_factory):
     logs = root / "logs"
     logs.mkdir()
     (logs / "h1.log").write_text(syslog("h1", ("09:48:15", TX_TIMEOUT)))
-    (logs / "h2.log").write_text(syslog("h2", ("09:45:00", XID_79)))
-    (logs / "h3.log").write_text(syslog("h3", ("09:45:00", XID_79)))
+    (logs / "h2.log").write_text(syslog("h2", ("09:45:00", f"kernel: {XID_79}")))
+    (logs / "h3.log").write_text(syslog("h3", ("09:45:00", f"kernel: {XID_79}")))
     (logs / "slurm-810.out").write_text(
         f"[2026-11-20 10:10:00,000] {ITERATION}\n[2026-11-20 10:22:00,000] {DEVICE_MISMATCH}\n"
     )

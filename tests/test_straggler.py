@@ -8,15 +8,13 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import verdicts_by_job
+from tests.end_to_end import XID_79, syslog, verdicts_by_job
 
 # The watchdog line as PyTorch prints it (https://github.com/hiyouga/LlamaFactory/issues/6269),
 # for rank {r}.
 TIMEOUT = ("{r}: [rank{r}]:[E1120 10:40:00.755262105 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
            "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
            "for 600099 milliseconds before timing out.")
-# https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
-XID_79 = "2026-11-20T10:29:00.000000+00:00 n6 kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 600|600|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[1-2]|gres/gpu=4,node=2
@@ -33,7 +31,7 @@ def verdicts(tmp_path_factory):
     logs.mkdir()
     for job, ranks in (("600", (1, 2, 3)), ("601", (2, 3)), ("602", (1, 2, 3)), ("603", (0, 1, 3))):
         (logs / f"slurm-{job}.out").write_text("".join(TIMEOUT.format(r=r) + "\n" for r in ranks))
-    (logs / "n6.log").write_text(XID_79 + "\n")
+    (logs / "n6.log").write_text(syslog("n6", ("10:29:00", f"kernel: {XID_79}")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
