@@ -1,0 +1,87 @@
+"""A rank's program error outranks a GPU fault the job never saw.
+
+A node event attaches to every attempt that ran on its node, and on a node several jobs
+share the kernel reports every GPU's faults: an XID on a neighbour's GPU lands beside this
+attempt's own failure, often shortly before it. Which GPUs an attempt held is rarely in
+its logs, but how it failed is: a rank that died of a *program error* — an exception no
+hardware fault raises (``ValueError``, ``KeyError``, a tensor shape mismatch, see
+:data:`PROGRAM_ERRORS` and :data:`TENSOR_MISMATCH`) — failed for its own reason. A GPU fault
+on one of the job's GPUs reaches the job as a CUDA error (``uncorrectable ECC error``,
+``unspecified launch failure``, ``unknown error``), which ``precedence.xid_over_cuda_error``
+makes the fault's confirmation.
+
+So in an attempt with a program error, a root candidate of a GPU domain that no event of the
+attempt confirms (program errors aside: that precedence rule pairs any exception on the node
+with the XID) becomes ``context``. A program error the precedence had made its
+confirmation is then a root candidate again (:func:`engine.correlate.restore_orphaned_confirmations`).
+A GPU fault some CUDA error of the job confirms keeps its role.
+
+Declared in ``gpu_xid.yaml`` after ``lost_gpu``, whose restored fall-offs it sees.
+Contract: :mod:`engine.rules.python_rules`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+EXCEPTION_RULE = "framework.python_exception"
+"""The rule (``cuda_framework.yaml``) whose ``exception`` and ``exc_message`` params name the
+exception that ended a process."""
+
+PROGRAM_ERRORS = (
+    "ValueError", "KeyError", "IndexError", "TypeError", "AttributeError", "NameError",
+    "UnboundLocalError", "ImportError", "ModuleNotFoundError", "ZeroDivisionError",
+    "NotImplementedError", "SyntaxError",
+)
+"""Exception classes raised by the program's own logic, data handling or imports. Not here:
+``RuntimeError`` and ``OSError`` (CUDA failures are raised as those), ``AssertionError`` (a
+check on a loss that turned NaN), ``FileNotFoundError`` (a file system that went away)."""
+
+TENSOR_MISMATCH = (
+    r"^(?:The size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
+    r"|mat1 and mat2 shapes cannot be multiplied"
+    r"|Expected all tensors to be on the same device)"
+)
+"""PyTorch's ``RuntimeError`` messages for tensors of the wrong shape or device: the
+program's arithmetic, whatever the hardware did."""
+
+GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
+
+
+def program_errors() -> pl.Expr:
+    """True for the events of :data:`EXCEPTION_RULE` that report a program error."""
+    exception = pl.col("rule_id") == EXCEPTION_RULE
+    # Only the exception rule's params are parsed, not every event's.
+    params = pl.when(exception).then(pl.col("params"))
+    cls = params.str.json_path_match("$.exception")
+    message = params.str.json_path_match("$.exc_message")
+    mismatch = (cls == "RuntimeError") & message.str.contains(TENSOR_MISMATCH)
+    return (exception & (cls.is_in(PROGRAM_ERRORS) | mismatch)).fill_null(False)
+
+
+def apply(events: pl.DataFrame, context) -> pl.DataFrame:
+    """Demote the GPU-domain root candidates nothing confirms in attempts whose rank died of
+    a program error (see the module docstring)."""
+    program = program_errors() & pl.col("role").is_in(["root_candidate", "confirmation"])
+    attempts = events.filter(program).select("attempt_id").unique()
+    if attempts.is_empty():
+        return events
+    mine = events.join(attempts, on="attempt_id", how="semi")
+    confirmed = (
+        mine.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null() & ~program_errors())
+        .select("attempt_id", pl.col("caused_by").alias("event_id"))
+        .unique()
+    )
+    unseen = (
+        mine.filter((pl.col("role") == "root_candidate") & pl.col("domain").is_in(GPU_DOMAINS))
+        .select("attempt_id", "event_id")
+        .join(confirmed, on=["attempt_id", "event_id"], how="anti")
+        .with_columns(pl.lit(True).alias("_unseen"))
+    )
+    return (
+        events.join(unseen, on=["attempt_id", "event_id"], how="left", maintain_order="left")
+        .with_columns(
+            pl.when(pl.col("_unseen").fill_null(False)).then(pl.lit("context")).otherwise(pl.col("role")).alias("role")
+        )
+        .select(events.columns)
+    )

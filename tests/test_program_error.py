@@ -1,0 +1,67 @@
+"""A rank that died of a program error failed for its own reason: a GPU fault on its node
+that no CUDA error of the job confirms (a neighbour's GPU on a shared node) is context
+(``rules/program_error.py``); a GPU fault the job did see stays the root. Landed through
+the Slurm connector and the files landing, attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job
+
+# https://github.com/gauthierdmn/question_generation/issues/4
+VALUE_ERROR = "ValueError: Expected input batch_size (1216) to match target batch_size (1280)"
+# https://github.com/jiwei0921/DMRA/issues/5
+SHAPE_ERROR = "RuntimeError: The size of tensor a (150) must match the size of tensor b (152) at non-singleton dimension 3"
+# https://github.com/guoyww/AnimateDiff/issues/306
+KEY_ERROR = "KeyError: 'RANK'"
+# https://github.com/PaddlePaddle/Paddle/issues/57411 (a CUDA failure raised as OSError)
+CUDA_OS_ERROR = "OSError: (External) CUDA error(719), unspecified launch failure."
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+810|810|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g1|gres/gpu=1,node=1
+811|811|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g2|gres/gpu=1,node=1
+812|812|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g3|gres/gpu=1,node=1
+813|813|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g4|gres/gpu=1,node=1
+"""
+
+ERRORS = {
+    "810": [VALUE_ERROR],
+    "811": [SHAPE_ERROR],
+    "812": [CUDA_OS_ERROR],
+    "813": [CUDA_OS_ERROR, KEY_ERROR],
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("program_error")
+    logs = root / "logs"
+    logs.mkdir()
+    for index, (job, errors) in enumerate(ERRORS.items(), start=1):
+        (logs / f"g{index}.log").write_text(syslog(f"g{index}", ("10:20:00", f"kernel: {XID_79}")))
+        traceback = "".join(
+            f'Traceback (most recent call last):\n  File "train.py", line 171, in <module>\n{error}\n' for error in errors
+        )
+        (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:20:20,000] {ITERATION}\n{traceback}")
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+
+
+@pytest.mark.parametrize("job", ["810", "811"])
+def test_a_program_error_outranks_a_gpu_fault_the_job_never_saw(verdicts, job):
+    v = verdicts[job]
+    assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
+    assert role_of(v, "gpu_xid") == "context"
+
+
+def test_a_cuda_error_of_the_job_confirms_the_gpu_fault(verdicts):
+    v = verdicts["812"]
+    assert (v["domain"], v["cause"]) == ("gpu", "gpu.fallen_off_bus")
+    assert role_of(v, "framework.python_exception") == "confirmation"
+
+
+def test_a_gpu_fault_the_job_saw_stays_the_root_beside_a_program_error(verdicts):
+    v = verdicts["813"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["g4"])
