@@ -1,20 +1,24 @@
-"""A rank's program error outranks a GPU fault the job never saw.
+"""A rank's program error outranks a GPU or network fault the job never saw.
 
 A node event attaches to every attempt that ran on its node, and on a node several jobs
 share the kernel reports every GPU's faults: an XID on a neighbour's GPU lands beside this
-attempt's own failure, often shortly before it. Which GPUs an attempt held is rarely in
-its logs, but how it failed is: a rank that died of a *program error* — an exception no
+attempt's own failure, often shortly before it; so does the link-down of a port the job's
+traffic never used (a management NIC). Which GPUs and ports an attempt used is rarely in its
+logs, but how it failed is: a rank that died of a *program error* — an exception no
 hardware fault raises (``ValueError``, ``KeyError``, a tensor shape mismatch, see
-:data:`PROGRAM_ERRORS` and :data:`TENSOR_MISMATCH`) — failed for its own reason. A GPU fault
-on one of the job's GPUs reaches the job as a CUDA error (``uncorrectable ECC error``,
-``unspecified launch failure``, ``unknown error``), which ``precedence.xid_over_cuda_error``
-makes the fault's confirmation.
+:data:`PROGRAM_ERRORS` and :data:`TENSOR_MISMATCH`) — failed for its own reason. A fault of
+the job's own GPU reaches the job as a CUDA error (``uncorrectable ECC error``,
+``unspecified launch failure``), which ``precedence.xid_over_cuda_error`` makes the fault's
+confirmation; a port of its own as NCCL transport errors, which the port-fault precedence
+rules make the port's.
 
-So in an attempt with a program error, a root candidate of a GPU domain that no event of the
-attempt confirms (program errors aside: that precedence rule pairs any exception on the node
-with the XID) becomes ``context``. A program error the precedence had made its
-confirmation is then a root candidate again (:func:`engine.correlate.restore_orphaned_confirmations`).
-A GPU fault some CUDA error of the job confirms keeps its role.
+So in an attempt with a program error, a root candidate of a GPU or network domain
+(:data:`DEVICE_DOMAINS`) that no event of the attempt confirms (program errors aside: the
+XID precedence pairs any exception on the node with the XID) becomes ``context``. A program
+error the precedence had made its confirmation is then a root candidate again
+(:func:`engine.correlate.restore_orphaned_confirmations`). A fault some error of the job
+confirms keeps its role. Storage and host faults are left alone: a file system that went
+away makes imports fail, and a dead node raises nothing.
 
 Declared in ``gpu_xid.yaml`` after ``lost_gpu``, whose restored fall-offs it sees.
 Contract: :mod:`engine.rules.python_rules`.
@@ -45,7 +49,8 @@ TENSOR_MISMATCH = (
 """PyTorch's ``RuntimeError`` messages for tensors of the wrong shape or device: the
 program's arithmetic, whatever the hardware did."""
 
-GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
+DEVICE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "network")
+"""Domains of the faults a program error outranks when nothing of the job confirms them."""
 
 
 def program_errors() -> pl.Expr:
@@ -60,8 +65,8 @@ def program_errors() -> pl.Expr:
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
-    """Demote the GPU-domain root candidates nothing confirms in attempts whose rank died of
-    a program error (see the module docstring)."""
+    """Demote the GPU and network root candidates nothing confirms in attempts whose rank
+    died of a program error (see the module docstring)."""
     program = program_errors() & pl.col("role").is_in(["root_candidate", "confirmation"])
     attempts = events.filter(program).select("attempt_id").unique()
     if attempts.is_empty():
@@ -73,7 +78,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .unique()
     )
     unseen = (
-        mine.filter((pl.col("role") == "root_candidate") & pl.col("domain").is_in(GPU_DOMAINS))
+        mine.filter((pl.col("role") == "root_candidate") & pl.col("domain").is_in(DEVICE_DOMAINS))
         .select("attempt_id", "event_id")
         .join(confirmed, on=["attempt_id", "event_id"], how="anti")
         .with_columns(pl.lit(True).alias("_unseen"))

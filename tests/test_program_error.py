@@ -1,6 +1,7 @@
 """A rank that died of a program error failed for its own reason: a GPU fault on its node
-that no CUDA error of the job confirms (a neighbour's GPU on a shared node) is context
-(``rules/program_error.py``); a GPU fault the job did see stays the root. Landed through
+that no CUDA error of the job confirms (a neighbour's GPU on a shared node), or a port that
+went down with no NCCL error of the job, is context (``rules/program_error.py``); a GPU
+fault the job did see stays the root. Landed through
 the Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ VALUE_ERROR = "ValueError: Expected input batch_size (1216) to match target batc
 SHAPE_ERROR = "RuntimeError: The size of tensor a (150) must match the size of tensor b (152) at non-singleton dimension 3"
 # https://github.com/guoyww/AnimateDiff/issues/306
 KEY_ERROR = "KeyError: 'RANK'"
+# https://github.com/ntop/PF_RING/issues/293 (an Ethernet port the job's traffic never used)
+NIC_DOWN = "kernel: ixgbe 0000:08:00.0 eth11: NIC Link is Down"
 # https://github.com/PaddlePaddle/Paddle/issues/57411 (a CUDA failure raised as OSError)
 CUDA_OS_ERROR = "OSError: (External) CUDA error(719), unspecified launch failure."
 
@@ -25,6 +28,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 811|811|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g2|gres/gpu=1,node=1
 812|812|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g3|gres/gpu=1,node=1
 813|813|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g4|gres/gpu=1,node=1
+814|814|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g5|gres/gpu=1,node=1
 """
 
 ERRORS = {
@@ -32,7 +36,10 @@ ERRORS = {
     "811": [SHAPE_ERROR],
     "812": [CUDA_OS_ERROR],
     "813": [CUDA_OS_ERROR, KEY_ERROR],
+    "814": [KEY_ERROR],
 }
+FAULTS = {"814": NIC_DOWN}
+"""The node line of each job (default: an XID 79)."""
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +48,7 @@ def verdicts(tmp_path_factory):
     logs = root / "logs"
     logs.mkdir()
     for index, (job, errors) in enumerate(ERRORS.items(), start=1):
-        (logs / f"g{index}.log").write_text(syslog(f"g{index}", ("10:20:00", f"kernel: {XID_79}")))
+        (logs / f"g{index}.log").write_text(syslog(f"g{index}", ("10:20:00", FAULTS.get(job, f"kernel: {XID_79}"))))
         traceback = "".join(
             f'Traceback (most recent call last):\n  File "train.py", line 171, in <module>\n{error}\n' for error in errors
         )
@@ -54,6 +61,12 @@ def test_a_program_error_outranks_a_gpu_fault_the_job_never_saw(verdicts, job):
     v = verdicts[job]
     assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
     assert role_of(v, "gpu_xid") == "context"
+
+
+def test_a_program_error_outranks_a_port_the_job_never_used(verdicts):
+    v = verdicts["814"]
+    assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
+    assert role_of(v, "fabric.ethernet_nic_link_state") == "context"
 
 
 def test_a_cuda_error_of_the_job_confirms_the_gpu_fault(verdicts):
