@@ -7,7 +7,9 @@ skew`` across nodes, ``tie_window`` on one node):
 
 * in the same domain — the same incident seen on several nodes/GPUs: all are culprits;
 * in another domain — competing explanations: ``quality = ambiguous``, listed in
-  ``alternatives``.
+  ``alternatives``. So is a candidate of another domain known only within a span (an
+  unstamped line, see :func:`engine.correlate.add_time_bounds`) that includes the root's
+  moment: it may have come first.
 
 When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
 TIMEOUT → ``scheduler.time_limit``…) is the fallback root; with neither, the verdict is
@@ -94,11 +96,16 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         pl.col("_file").alias("root_file"),
         pl.col("_line").alias("root_line"),
     )
-    near = candidates.join(first, on="attempt_id").with_columns(
+    paired = candidates.join(first, on="attempt_id").with_columns(
         same_node=pl.col("node").is_not_null() & (pl.col("node") == pl.col("root_node")).fill_null(False)
-    ).filter(
-        pl.col("ts_hi") - pl.col("root_ts_hi") <= pl.when(pl.col("same_node")).then(pl.lit(tie)).otherwise(pl.lit(skew))
     )
+    close = pl.col("ts_hi") - pl.col("root_ts_hi") <= pl.when(pl.col("same_node")).then(pl.lit(tie)).otherwise(pl.lit(skew))
+    near = paired.filter(close)
+    # A line known only within [ts, ts_hi] (an unstamped traceback between two stamped lines)
+    # that spans the root's moment may have come before the root or after it: no clock
+    # orders the two, so in another domain it is a competing explanation too.
+    spans_root = (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
+    rivals = paired.filter(close | spans_root)
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
     names = pl.col("names_node")
@@ -140,7 +147,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     )
     printed_after_root = (pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line"))
     alternatives = (
-        near.filter((pl.col("domain") != pl.col("root_domain")) & ~printed_after_root.fill_null(False))
+        rivals.filter((pl.col("domain") != pl.col("root_domain")) & ~printed_after_root.fill_null(False))
         .sort(["attempt_id", "ts", "node", "rule_id"], nulls_last=True)
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.struct(_ALTERNATIVE_FIELDS).alias("alternatives"))

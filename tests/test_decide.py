@@ -276,6 +276,29 @@ def test_unstamped_app_line_does_not_beat_a_stamped_kernel_line():
     assert bounds == (at(1), at(2))
 
 
+def test_an_unstamped_line_spanning_the_root_competes_with_it():
+    """An unstamped CUDA OOM known only to lie between two stamped lines of its file cannot be
+    ordered against a stamped XID of another node within that span: ambiguous, the OOM an
+    alternative. An OOM whose span ends before the XID is simply first."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]}, {"attempt_id": "b", "nodes": ["n3", "n4"]})
+    ev = events(
+        {"node": "n1", "attempt_id": "a", "source": "app", "event": "oom", "domain": "workload",
+         "cause": "workload.cuda_oom", "ts": at(1), "ts_source": "inferred", "origin": "a.out:3"},
+        {"node": "n1", "attempt_id": "a", "source": "app", "event": "nccl_timeout", "role": "cascade",
+         "domain": "network", "ts": at(50), "origin": "a.out:9"},
+        {"node": "n2", "event": "xid", "domain": "gpu", "cause": "gpu.xid", "ts": at(30), "origin": "sys2:1"},
+        {"node": "n3", "attempt_id": "b", "source": "app", "event": "oom", "domain": "workload",
+         "cause": "workload.cuda_oom", "ts": at(1), "ts_source": "inferred", "origin": "b.out:3"},
+        {"node": "n3", "attempt_id": "b", "source": "app", "event": "nccl_timeout", "role": "cascade",
+         "domain": "network", "ts": at(20), "origin": "b.out:9"},
+        {"node": "n4", "event": "xid", "domain": "gpu", "cause": "gpu.xid", "ts": at(30), "origin": "sys4:1"},
+    )
+    v, _ = verdict(att, ev)
+    assert (v["a"]["cause"], v["a"]["quality"]) == ("gpu.xid", "ambiguous")
+    assert [(x["domain"], x["node"]) for x in v["a"]["alternatives"]] == [("workload", "n1")]
+    assert (v["b"]["cause"], v["b"]["alternatives"]) == ("workload.cuda_oom", [])
+
+
 def test_lines_of_one_file_are_ordered_by_line_number_when_stamps_tie():
     """Unstamped lines that inherited one stamp are still ordered by their place in the file."""
     att = attempts({"attempt_id": "a"})
