@@ -26,6 +26,8 @@ RULE_ID = "lost_gpu"
 SYMPTOM = "cuda.invalid_device"
 LOST = ("xid_79_fallen_off_bus", "gpu_fallen_off_bus")
 """Events of a GPU leaving the bus (``gpu_xid.yaml``, ``gpu_health.yaml``)."""
+CAUSES = tuple(("gpu.fallen_off_bus", "gpu", "root_candidate", event) for event in LOST)
+"""The fall-off, copied into the attempt whose rank could not open the GPU."""
 BOOT = "host.node_boot"
 GONE_FOR = timedelta(days=1)
 """How long before the error a fall-off still counts (when no boot is seen in between)."""

@@ -29,6 +29,8 @@ import polars as pl
 from engine.rules.python_rules import known_events, link_to_roots, new_events, rooted_attempts
 
 RULE_ID = "node_lost"
+CAUSES = (("host.node_failure", "host", "root_candidate", "host.node_lost"),)
+"""The lost node, named as the root of its NODE_FAIL attempt."""
 BOOT_EVENT = "host.node_boot"
 REBOOT_WITHIN = timedelta(hours=2)
 """How long after a NODE_FAIL attempt ended a boot of one of its nodes still names it."""

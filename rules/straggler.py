@@ -25,6 +25,12 @@ import polars as pl
 from engine.rules.python_rules import new_events, rooted_attempts
 
 RULE_ID = "straggler_rank"
+CAUSES = (
+    ("workload.straggler_rank", "workload", "root_candidate", "straggler_rank"),
+    ("unknown.straggler_rank", "unknown", "context", "straggler_rank"),
+)
+"""Rank 0 stuck (its own code: tokenising, loading data) is the root; another rank is only
+named, as context, for someone to look at."""
 TIMEOUT_EVENT = "network.collective_timeout"
 """The event of the watchdog timeout lines (``comm.nccl_watchdog_timeout``)."""
 

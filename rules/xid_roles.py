@@ -35,6 +35,9 @@ REPEATABLE_EVENTS = (
 NVLINK5_EVENT = "xid_{code}_nvlink5_error"
 NVLINK5_EVENTS = tuple(NVLINK5_EVENT.format(code=code) for code in range(144, 151))
 
+CAUSES = tuple(("gpu.repeated_xid", "gpu", "root_candidate", event) for event in REPEATABLE_EVENTS)
+"""A repeatable XID on a GPU that showed it in :data:`MIN_JOBS` jobs is the GPU's fault."""
+
 MIN_JOBS = 2
 """Different jobs that must show a repeatable XID on one GPU before the GPU is blamed."""
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from engine.rules.catalog import cause_catalog
 from engine.rules.loader import (
     BUNDLED_RULES, RulePackError, lint_rule_pack, load_rule_pack,
 )
@@ -170,6 +171,25 @@ def test_python_rule_that_fails_to_import_is_a_located_issue(tmp_path):
     issues = lint_rule_pack([tmp_path])
     assert [(i.line, i.field) for i in issues] == [(5, "path")]
     assert "SyntaxError" in issues[0].message
+
+
+def test_causes_a_python_rule_declares_are_in_the_catalog(tmp_path):
+    _python_pack(tmp_path)
+    with (tmp_path / "confirm.py").open("a") as fh:
+        fh.write('CAUSES = (("gpu.confirmed_xid", "gpu", "confirmation", "gpu_xid"),)\n')
+    catalog = cause_catalog(load_rule_pack([tmp_path]))
+    assert catalog.filter(pl.col("cause") == "gpu.confirmed_xid").select("domain", "roles", "rules").row(0) == (
+        "gpu", "confirmation", "test.confirm"
+    )
+
+
+def test_a_malformed_causes_declaration_is_a_located_issue(tmp_path):
+    _python_pack(tmp_path)
+    with (tmp_path / "confirm.py").open("a") as fh:
+        fh.write('CAUSES = (("gpu.confirmed_xid", "gpu"),)\n')
+    issues = lint_rule_pack([tmp_path])
+    assert [(i.line, i.field) for i in issues] == [(5, "path")]
+    assert "give (cause, domain, role, event) strings" in issues[0].message
 
 
 def test_inline_tests_of_the_good_pack_pass():

@@ -1,7 +1,7 @@
 """The cause catalog: every ``<domain>.<name>`` code the rule pack can produce.
 
-Generated from the pack (extract rules and their ``map`` tables, metric rules, state rules)
-plus the codes the engine itself assigns, so the README's catalog can never drift from what
+Generated from the pack (extract rules and their ``map`` tables, metric rules, state rules,
+the ``CAUSES`` python rules declare) plus the codes the engine itself assigns, so the README's catalog can never drift from what
 the rules say: a test compares the two.
 """
 
@@ -35,6 +35,9 @@ def _outcomes(pack: RulePack) -> list[dict]:
     for rule in (*pack.metric, *pack.state):
         rows.append({"cause": rule.cause, "domain": rule.domain, "role": rule.role, "rule": rule.id,
                      "event": rule.event})
+    for loaded in pack.python:
+        for cause, domain, role, event in loaded.causes:
+            rows.append({"cause": cause, "domain": domain, "role": role, "rule": loaded.rule.id, "event": event})
     return rows
 
 

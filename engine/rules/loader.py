@@ -30,7 +30,7 @@ from engine.rules import model
 from engine.rules.model import (
     ExtractRule, MetricRule, PrecedenceRule, PythonRule, Rule, StateRule, SuppressRule,
 )
-from engine.rules.python_rules import LoadedPythonRule, PythonRuleError, load_python_rule
+from engine.rules.python_rules import LoadedPythonRule, PythonRuleError, declared_causes, load_python_rule
 
 BUNDLED_RULES = Path(__file__).resolve().parents[2] / "rules"
 """The rule pack shipped with causelake (the repository's ``rules/`` folder)."""
@@ -412,7 +412,8 @@ def _collect(paths: Sequence[Path] | None) -> tuple[list[RuleIssue], RulePack]:
             if isinstance(rule, PythonRule):
                 target = path.parent / rule.path
                 try:
-                    loaded_python.append(LoadedPythonRule(rule, target, load_python_rule(target)))
+                    apply = load_python_rule(target)
+                    loaded_python.append(LoadedPythonRule(rule, target, apply, declared_causes(apply)))
                 except PythonRuleError as exc:
                     add(item.key_lines["path"], "path", str(exc), rule_id)
                     continue

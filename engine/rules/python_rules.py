@@ -29,6 +29,10 @@ rows) and deterministic: the same input gives the same output.
 ``context`` (:class:`RuleContext`) carries the attempts in scope and a lazy view of past
 events (``history``, possibly empty) for rules that look at repeat offenders.
 
+A rule that gives rows a cause of its own declares it in a module-level ``CAUSES``: a tuple
+of ``(cause, domain, role, event)``, one per outcome. The cause catalog
+(:mod:`engine.rules.catalog`, the README's table) lists them beside the YAML rules' causes.
+
 Rule files are imported under a private module name derived from their path, so two packs
 can hold files with the same name and importing a rule never shadows a real module.
 """
@@ -67,13 +71,19 @@ class RuleContext:
     history: pl.LazyFrame
 
 
+Cause = tuple[str, str, str, str]
+"""A declared outcome of a python rule: ``(cause, domain, role, event)``."""
+
+
 @dataclass(frozen=True)
 class LoadedPythonRule:
-    """A python rule with its resolved file and its ``apply`` function."""
+    """A python rule with its resolved file, its ``apply`` function and the causes it
+    declares (its module's ``CAUSES``)."""
 
     rule: PythonRule
     path: Path
     apply: ApplyFn
+    causes: tuple[Cause, ...] = ()
 
 
 def _module_name(path: Path) -> str:
@@ -109,6 +119,19 @@ def load_python_rule(path: Path) -> ApplyFn:
         )
     sys.modules[name] = module
     return apply
+
+
+def declared_causes(apply: ApplyFn) -> tuple[Cause, ...]:
+    """The ``CAUSES`` of the rule module that defines ``apply`` (empty when it declares
+    none). Raises :class:`PythonRuleError` unless each is four strings."""
+    causes = tuple(apply.__globals__.get("CAUSES", ()))
+    for cause in causes:
+        if not (isinstance(cause, tuple) and len(cause) == 4 and all(isinstance(v, str) for v in cause)):
+            raise PythonRuleError(
+                f"{apply.__globals__.get('__file__')}: CAUSES holds {cause!r} — give "
+                "(cause, domain, role, event) strings"
+            )
+    return causes
 
 
 def rooted_attempts(events: pl.DataFrame) -> pl.DataFrame:
