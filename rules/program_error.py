@@ -67,26 +67,24 @@ def program_errors() -> pl.Expr:
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Demote the GPU and network root candidates nothing confirms in attempts whose rank
     died of a program error (see the module docstring)."""
-    program = program_errors() & pl.col("role").is_in(["root_candidate", "confirmation"])
-    attempts = events.filter(program).select("attempt_id").unique()
+    # Every step but the last runs on the few rows it concerns, not on the whole run's events.
+    exceptions = events.filter(pl.col("rule_id") == EXCEPTION_RULE)
+    attempts = exceptions.filter(program_errors() & pl.col("role").is_in(["root_candidate", "confirmation"]))["attempt_id"]
     if attempts.is_empty():
         return events
-    mine = events.join(attempts, on="attempt_id", how="semi")
+    mine = pl.col("attempt_id").is_in(attempts.unique().implode())
+    suspects = (
+        events.with_row_index("_row")
+        .filter(mine & (pl.col("role") == "root_candidate") & pl.col("domain").is_in(DEVICE_DOMAINS))
+        .select("_row", "attempt_id", "event_id")
+    )
+    if suspects.is_empty():
+        return events
     confirmed = (
-        mine.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null() & ~program_errors())
+        events.filter(mine & (pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+        .filter(~program_errors())
         .select("attempt_id", pl.col("caused_by").alias("event_id"))
         .unique()
     )
-    unseen = (
-        mine.filter((pl.col("role") == "root_candidate") & pl.col("domain").is_in(DEVICE_DOMAINS))
-        .select("attempt_id", "event_id")
-        .join(confirmed, on=["attempt_id", "event_id"], how="anti")
-        .with_columns(pl.lit(True).alias("_unseen"))
-    )
-    return (
-        events.join(unseen, on=["attempt_id", "event_id"], how="left", maintain_order="left")
-        .with_columns(
-            pl.when(pl.col("_unseen").fill_null(False)).then(pl.lit("context")).otherwise(pl.col("role")).alias("role")
-        )
-        .select(events.columns)
-    )
+    unseen = suspects.join(confirmed, on=["attempt_id", "event_id"], how="anti")["_row"]
+    return events.with_columns(events["role"].scatter(unseen, "context"))
