@@ -471,8 +471,13 @@ class _DayEvents:
     write_s: float = 0.0
 
     def _read_day(self, day: date) -> tuple[pl.DataFrame, int, tuple[pl.DataFrame, pl.DataFrame]]:
-        """One day's events, its line count and its coverage counts."""
+        """One day's events, its line count and its coverage counts. Observations files
+        without the pack's derivatives (landed with another pack or without them) get them
+        first: later runs read those instead of the lines. Derivatives are a per-file cache
+        written atomically, so writing them from the reading threads changes no result."""
         files = self.lake.files("observations", clusters=self.clusters, days=[day])
+        for derivation in landing_derivations(self.pack):
+            self.lake.derive_missing(derivation, files)
         events, n_obs = extract_day(self.lake, self.pack, day, self.clusters, files)
         return events, n_obs, coverage_counts(self.lake, files)
 
@@ -586,7 +591,8 @@ def run_attribution(
     lake.root.mkdir(parents=True, exist_ok=True)
     # Two helper threads keep both cores busy where one chunk's work is mostly single-core
     # Polars: one reads the next chunk's days ahead, one computes coverage while the main
-    # thread correlates. Only the main thread writes to the lake.
+    # thread correlates. Only the main thread writes tables; the reading threads write
+    # only the derivatives a day's files lack (a cache, see ``_DayEvents._read_day``).
     with (tempfile.TemporaryDirectory(prefix=f".{run_id}-", dir=lake.root) as scratch,
           ThreadPoolExecutor(1) as ahead, ThreadPoolExecutor(1) as side):
         slim, located, staged = [], pl.DataFrame(), []

@@ -52,8 +52,10 @@ of the lines instead of the lines — and the lake writes them to
 ``_derived/<name>/<data file's path>``. A derivative is written after its data file and
 deleted before that file is rewritten or deleted, so one that exists always describes
 the file's current rows; one that is missing (a crash in between, a landing without the
-derivation, another rule pack) only means the reader derives from the file itself.
-``_derived/`` is a cache: deleting it loses nothing.
+derivation, another rule pack) only means the reader derives from the file itself, and
+:meth:`Lake.derive_missing` writes it then (what an attribution run does, so that only
+the first run after a rule-pack change pays for extraction). ``_derived/`` is a cache:
+deleting it loses nothing.
 
 There is one writer per lake at a time (no locking).
 """
@@ -370,6 +372,18 @@ class Lake:
             derivative = self.root / DERIVED / name / Path(path).relative_to(self.root)
             found.append(derivative if derivative.exists() else None)
         return found
+
+    def derive_missing(self, derivation: Derivation, files: Sequence[Path]) -> int:
+        """Write the derivative of each data file of ``files`` (from :meth:`files`) that has
+        none, derived from the file itself; returns how many were written. One file at a
+        time: a derivative holds exactly its own file's rows."""
+        written = 0
+        for path, found in zip(files, self.derived(derivation.name, files), strict=True):
+            if found is None:
+                rows = derivation.derive(self.scan_files(derivation.table, [path]))
+                self._write_derived(Path(path).relative_to(self.root).as_posix(), [(derivation.name, rows)])
+                written += 1
+        return written
 
     def read_derived(self, derivation: Derivation, files: Sequence[Path]) -> pl.DataFrame:
         """The rows of ``derivation`` for the data ``files`` (from :meth:`files`): their

@@ -104,13 +104,23 @@ def test_chunked_runs_give_the_same_verdicts_and_events(demo_lake, tmp_path):
 
 
 def test_a_lake_landed_without_extraction_gives_the_same_verdicts_and_events(demo_lake, tmp_path):
-    """A run extracts whatever has no landed events itself: the same verdicts and events."""
+    """A run extracts whatever has no landed events itself: the same verdicts and events;
+    and it writes the derivatives it lacked, the same as landing writes them."""
     plain = Lake(tmp_path / "plain")
-    run_demo(plain)
-    assert not (plain.root / "_derived").exists() and (demo_lake.root / "_derived").exists()
+    land_manifest(plain, SAMPLES / "manifest.yaml")
+    assert not (plain.root / "_derived").exists()
+    run_attribution(plain, *attempt_days(plain))
     for table, key in (("results", "attempt_id"), ("events", "event_id")):
         got = plain.scan(table).collect().sort(key).drop("run_id", "run_ts", strict=False)
         assert got.equals(demo_lake.scan(table).collect().sort(key).drop("run_id", "run_ts", strict=False)), table
+    files = plain.files("observations")
+    for name in (landing_derivation(load_rule_pack()).name, COUNTS.name):
+        written = plain.derived(name, files)
+        landed = demo_lake.derived(name, demo_lake.files("observations"))
+        assert len(written) == len(landed) > 1 and None not in written, name
+        for mine, theirs in zip(written, landed, strict=True):
+            got, want = pl.read_parquet(mine), pl.read_parquet(theirs)
+            assert got.sort(got.columns, nulls_last=True).equals(want.sort(want.columns, nulls_last=True)), mine
 
 
 def test_a_run_reads_the_events_landed_for_its_own_pack_only(tmp_path):
