@@ -189,7 +189,7 @@ def test_a_malformed_causes_declaration_is_a_located_issue(tmp_path):
         fh.write('CAUSES = (("gpu.confirmed_xid", "gpu"),)\n')
     issues = lint_rule_pack([tmp_path])
     assert [(i.line, i.field) for i in issues] == [(5, "path")]
-    assert "give (cause, domain, role, event) strings" in issues[0].message
+    assert "give a tuple of (cause, domain, role, event) strings" in issues[0].message
 
 
 def test_inline_tests_of_the_good_pack_pass():

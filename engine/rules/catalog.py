@@ -1,8 +1,8 @@
 """The cause catalog: every ``<domain>.<name>`` code the rule pack can produce.
 
 Generated from the pack (extract rules and their ``map`` tables, metric rules, state rules,
-the ``CAUSES`` python rules declare) plus the codes the engine itself assigns, so the README's catalog can never drift from what
-the rules say: a test compares the two.
+the ``CAUSES`` python rules declare) plus the codes the engine itself assigns, so the
+README's catalog can never drift from what the rules say: a test compares the two.
 """
 
 from __future__ import annotations

@@ -124,11 +124,12 @@ def load_python_rule(path: Path) -> ApplyFn:
 def declared_causes(apply: ApplyFn) -> tuple[Cause, ...]:
     """The ``CAUSES`` of the rule module that defines ``apply`` (empty when it declares
     none). Raises :class:`PythonRuleError` unless each is four strings."""
-    causes = tuple(apply.__globals__.get("CAUSES", ()))
+    declared = apply.__globals__.get("CAUSES", ())
+    causes = tuple(declared) if isinstance(declared, tuple | list) else (declared,)
     for cause in causes:
         if not (isinstance(cause, tuple) and len(cause) == 4 and all(isinstance(v, str) for v in cause)):
             raise PythonRuleError(
-                f"{apply.__globals__.get('__file__')}: CAUSES holds {cause!r} — give "
+                f"{apply.__globals__.get('__file__')}: CAUSES holds {cause!r} — give a tuple of "
                 "(cause, domain, role, event) strings"
             )
     return causes
