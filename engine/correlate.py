@@ -336,8 +336,9 @@ was already running (a large all-reduce takes seconds) when the fault struck."""
 
 def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     """An infrastructure root candidate stamped more than :data:`HANG_MARGIN` after the
-    collective that timed out began (a watchdog cascade's stamp minus its ``Timeout(ms)``)
-    cannot have hung it: the job was already stuck (rank 0 still tokenising, a deadlock),
+    collective that timed out began (the latest moment a watchdog cascade can have been
+    printed, its ``ts_hi``, minus its ``Timeout(ms)``: an unstamped one inherited an earlier
+    stamp) cannot have hung it: the job was already stuck (rank 0 still tokenising, a deadlock),
     and a link that flapped thirteen minutes into the wait is ``context``. The stuck rank is
     then named by the python rules (``straggler.py``). A workload root printed late stays:
     it may report the stall itself (``DataLoader timed out after 300 seconds``)."""
@@ -346,7 +347,7 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     hung = (
         events.filter(_timeout_ms().is_not_null())
         .group_by("attempt_id")
-        .agg(_cascade_began().min().alias("_hung"))
+        .agg(_cascade_began("ts_hi").min().alias("_hung"))
     )
     if hung.is_empty():
         return events
@@ -373,10 +374,12 @@ def _timeout_ms() -> pl.Expr:
     return pl.when(cascade).then(pl.col("params")).str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False)
 
 
-def _cascade_began() -> pl.Expr:
+def _cascade_began(printed: str = "ts") -> pl.Expr:
     """When a cascade's failure began: a cascade that reports a timeout (``timeout_ms`` in
-    its params, the NCCL watchdog's ``Timeout(ms)``) began that long before it was printed."""
-    return pl.col("ts") - pl.duration(milliseconds=_timeout_ms().fill_null(0))
+    its params, the NCCL watchdog's ``Timeout(ms)``) began that long before it was printed.
+    ``printed`` is ``ts`` (the earliest moment the line can have been printed) or ``ts_hi``
+    (the latest: an unstamped line lies anywhere up to the next stamped one)."""
+    return pl.col(printed) - pl.duration(milliseconds=_timeout_ms().fill_null(0))
 
 
 def _failing_since(events: pl.DataFrame, *roots: pl.Expr) -> pl.DataFrame:

@@ -7,9 +7,9 @@ skew`` across nodes, ``tie_window`` on one node):
 
 * in the same domain — the same incident seen on several nodes/GPUs: all are culprits;
 * in another domain — competing explanations: ``quality = ambiguous``, listed in
-  ``alternatives``. So is a candidate of another domain known only within a span (an
-  unstamped line, see :func:`engine.correlate.add_time_bounds`) that includes the root's
-  moment: it may have come first.
+  ``alternatives``. So is a candidate of another domain and another node known only
+  within a span (an unstamped line, see :func:`engine.correlate.add_time_bounds`) that
+  includes the root's moment: it may have come first.
 
 When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
 TIMEOUT → ``scheduler.time_limit``…) is the fallback root; with neither, the verdict is
@@ -101,10 +101,14 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     )
     close = pl.col("ts_hi") - pl.col("root_ts_hi") <= pl.when(pl.col("same_node")).then(pl.lit(tie)).otherwise(pl.lit(skew))
     near = paired.filter(close)
-    # A line known only within [ts, ts_hi] (an unstamped traceback between two stamped lines)
-    # that spans the root's moment may have come before the root or after it: no clock
-    # orders the two, so in another domain it is a competing explanation too.
-    spans_root = (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
+    # A line of another node known only within [ts, ts_hi] (an unstamped traceback between
+    # two stamped lines) that spans the root's moment may have come before the root or after
+    # it: no clock orders the two, so in another domain it is a competing explanation too.
+    # On the root's own node (or on an unknown one) it may be the root's local consequence
+    # (a CUDA error of the GPU that fell off, a stale NFS handle behind a link that went
+    # down), so there it competes only when close.
+    other_node = pl.col("node").is_not_null() & pl.col("root_node").is_not_null() & ~pl.col("same_node")
+    spans_root = other_node & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
     rivals = paired.filter(close | spans_root)
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})

@@ -228,6 +228,31 @@ def test_a_link_that_flapped_while_the_collective_hung_stays_the_root():
     assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
 
 
+def test_an_unstamped_watchdog_line_dates_the_hang_by_the_latest_moment_it_was_printed():
+    """A watchdog line without a stamp was printed between its inherited stamp and the next
+    stamped line: the hang it reports may have begun as late as that next stamp minus the
+    timeout, so an XID before then keeps its role. A stamped watchdog line dates the hang
+    exactly, and an XID long after that began is context."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1"], "end_ts": at(120)},
+                   {"attempt_id": "b", "nodes": ["n2"], "end_ts": at(120)})
+    timeout = '{"timeout_ms":"1800000"}'
+    ev = events(
+        {"node": "n1", "attempt_id": "a", "source": "app", "event": "nccl_timeout", "role": "cascade",
+         "domain": "network", "cause": "network.collective_timeout", "ts": at(0), "ts_source": "inferred",
+         "origin": "a.out:5", "params": timeout},
+        {"node": "n1", "attempt_id": "a", "source": "app", "event": "teardown", "role": "cascade", "domain": "network",
+         "ts": at(80), "origin": "a.out:9"},
+        {"node": "n1", "event": "xid", "domain": "gpu", "cause": "gpu.xid", "ts": at(45), "origin": "sys1:1"},
+        {"node": "n2", "attempt_id": "b", "source": "app", "event": "nccl_timeout", "role": "cascade",
+         "domain": "network", "cause": "network.collective_timeout", "ts": at(0), "origin": "b.out:5",
+         "params": timeout},
+        {"node": "n2", "event": "xid", "domain": "gpu", "cause": "gpu.xid", "ts": at(45), "origin": "sys2:1"},
+    )
+    v, _ = verdict(att, ev)
+    assert (v["a"]["cause"], v["a"]["culprit_nodes"]) == ("gpu.xid", ["n1"])
+    assert v["b"]["cause"] != "gpu.xid"
+
+
 def test_missing_coverage_lowers_quality_and_is_reported():
     att = attempts({"attempt_id": "a"})
     ev = events({"event": "xid", "ts": at(10)},
@@ -279,8 +304,10 @@ def test_unstamped_app_line_does_not_beat_a_stamped_kernel_line():
 def test_an_unstamped_line_spanning_the_root_competes_with_it():
     """An unstamped CUDA OOM known only to lie between two stamped lines of its file cannot be
     ordered against a stamped XID of another node within that span: ambiguous, the OOM an
-    alternative. An OOM whose span ends before the XID is simply first."""
-    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]}, {"attempt_id": "b", "nodes": ["n3", "n4"]})
+    alternative. An OOM whose span ends before the XID is simply first; one on the XID's own
+    node may be its consequence, so it does not compete."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]}, {"attempt_id": "b", "nodes": ["n3", "n4"]},
+                   {"attempt_id": "c", "nodes": ["n5"]})
     ev = events(
         {"node": "n1", "attempt_id": "a", "source": "app", "event": "oom", "domain": "workload",
          "cause": "workload.cuda_oom", "ts": at(1), "ts_source": "inferred", "origin": "a.out:3"},
@@ -292,11 +319,17 @@ def test_an_unstamped_line_spanning_the_root_competes_with_it():
         {"node": "n3", "attempt_id": "b", "source": "app", "event": "nccl_timeout", "role": "cascade",
          "domain": "network", "ts": at(20), "origin": "b.out:9"},
         {"node": "n4", "event": "xid", "domain": "gpu", "cause": "gpu.xid", "ts": at(30), "origin": "sys4:1"},
+        {"node": "n5", "attempt_id": "c", "source": "app", "event": "oom", "domain": "workload",
+         "cause": "workload.cuda_oom", "ts": at(1), "ts_source": "inferred", "origin": "c.out:3"},
+        {"node": "n5", "attempt_id": "c", "source": "app", "event": "nccl_timeout", "role": "cascade",
+         "domain": "network", "ts": at(50), "origin": "c.out:9"},
+        {"node": "n5", "event": "xid", "domain": "gpu", "cause": "gpu.xid", "ts": at(30), "origin": "sys5:1"},
     )
     v, _ = verdict(att, ev)
     assert (v["a"]["cause"], v["a"]["quality"]) == ("gpu.xid", "ambiguous")
     assert [(x["domain"], x["node"]) for x in v["a"]["alternatives"]] == [("workload", "n1")]
     assert (v["b"]["cause"], v["b"]["alternatives"]) == ("workload.cuda_oom", [])
+    assert (v["c"]["cause"], v["c"]["alternatives"]) == ("gpu.xid", [])
 
 
 def test_lines_of_one_file_are_ordered_by_line_number_when_stamps_tie():
