@@ -53,7 +53,9 @@ CATALOG: tuple[Scenario, ...] = (
     Scenario("gpu_broken_as_oom", "gpu_memory", "gpu_memory.uncorrectable_ecc", "FAILED", "1:0", (0.001, 0.003, 0.010), node_root=True),
     # host, storage
     Scenario("host_oom", "host", "host.oom_killer", "OUT_OF_MEMORY", "0:125", (0.008, 0.005, 0.005), node_root=True),
-    Scenario("disk_full", "storage", "storage.disk_full", "FAILED", "1:0", (0.004, 0.004, 0.010)),
+    # A full filesystem (the checkpoint directory) names no node: draining the node that
+    # noticed frees nothing.
+    Scenario("disk_full", "storage", "storage.disk_full", "FAILED", "1:0", (0.004, 0.004, 0.010), culprit="none"),
     # workload (frequent, early, small)
     Scenario("python_exception", "workload", "workload.exception", "FAILED", "1:0", (0.060, 0.040, 0.030)),
     Scenario("cuda_oom", "workload", "workload.cuda_oom", "FAILED", "1:0", (0.030, 0.020, 0.010)),

@@ -68,6 +68,12 @@ DOMAIN_OVERRIDES: dict[str, tuple[set[str], str]] = {
 """Root-cause lines whose label domain the design maps elsewhere: prefix → (domains, why)."""
 
 NOT_A_CASCADE: dict[str, tuple[str, str]] = {
+    # https://github.com/scitix/sichek/pull/121 and https://github.com/NVIDIA/DCGM/issues/224
+    "CUDA-capable device(s) is/are busy or unavailable": (
+        "root_candidate", "a GPU no process can use: the confirmation of an XID on its node when the "
+        "kernel printed one (precedence), else the only evidence of the broken GPU"),
+    "GPU 0 API call cudaEventCreate failed for GPU0: 'CUDA-capable device(s)": (
+        "root_candidate", "as above, seen by DCGM's diagnostics"),
     # https://github.com/mk-minchul/AdaFace/issues/14
     "RuntimeError: CUDA error: device-side assert triggered": (
         "root_candidate", "application or GPU (FAILURES.md §11 'either'): the rank's first device "

@@ -353,6 +353,33 @@ def test_open_mpi_tag_output_gives_the_rank(tmp_path):
     ]
 
 
+def test_pdsh_host_labels_give_the_node(tmp_path):
+    """DeepSpeed's multi-node launcher runs ``pdsh -S -w <hosts>``, which labels each remote
+    line ``<host>: ``; the host is the line's node and the rest is peeled as usual."""
+    lines = [
+        # https://github.com/hiyouga/LlamaFactory/issues/2470
+        "gpu004: Traceback (most recent call last):",
+        "gpu004: RuntimeError: [14] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Connection reset by peer. This may indicate a possible application crash on rank 0 or a network set up issue.",
+        "gpu004: 02/11/2024 22:38:41 - INFO - llmtuner.data.template - Replace eos token: <|im_end|>",
+        # Tags that are not host labels: no name ending in a digit before ": ".
+        # https://github.com/pjlab-sys4nlp/llama-moe/issues/54
+        "srun: error: Invalid generic resource (gres) specification",
+        # https://github.com/sgl-project/sglang/issues/4289
+        "node17-2:36748:36748 [0] NCCL INFO Using network IB",
+        # https://github.com/NVIDIA/DeepLearningExamples/issues/1386
+        "[rank7]: Traceback (most recent call last):",
+        # An IP label stays on the line: nothing maps the address to a node.
+        # https://github.com/huggingface/accelerate/issues/2249
+        "9.91.4.251: Now using node v12.18.3 (npm v6.14.6)",
+    ]
+    obs = read_log_file(write(tmp_path / "ds.log", lines), year=2026, source="app").observations
+    assert obs["node"].to_list()[:6] == ["gpu004", "gpu004", "gpu004", None, "node17-2", None]
+    assert obs["rank"].to_list()[5] == 7
+    assert obs["message"].to_list()[:2] == ["Traceback (most recent call last):", lines[1].removeprefix("gpu004: ")]
+    assert obs["message"].to_list()[3] == lines[3]
+    assert obs["message"].to_list()[6] == lines[6]
+
+
 def test_kubectl_timestamps_and_container_prefixes(tmp_path):
     lines = [
         f"2026-11-30T15:32:38.123456789Z [default0]:[rank0]: {CUDA_OOM[0]}",

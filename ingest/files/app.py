@@ -3,7 +3,8 @@
 Lines are free text behind optional prefixes, peeled off in this order:
 
 1. ``srun --label``: ``  3: text`` (the Slurm task id → ``rank``), or Open MPI's
-   ``--tag-output`` (``mpirun``, ``horovodrun``): ``[1,3]<stderr>:text`` (job, rank → ``rank``);
+   ``--tag-output`` (``mpirun``, ``horovodrun``): ``[1,3]<stderr>:text`` (job, rank → ``rank``),
+   or pdsh's host label (DeepSpeed's multi-node launcher): ``gpu004: text`` (→ ``node``);
 2. a torchrun prefix, optionally after a ``[pid] `` tag: ``[default3]:`` (``--tee``:
    ``[<role><local rank>]:``, the index of the worker on its node) or PyTorch's own
    ``[rank3]:`` (the global rank, which wins over the task id); a second one
@@ -40,6 +41,11 @@ LABEL = r" *(?P<label>[0-9]+): "
 MPI_TAG = r"\[[0-9]+,(?P<mpirank>[0-9]+)\]<(?:stdout|stderr|stddiag)>: ?"
 """Open MPI's ``--tag-output`` prefix, ``[<job>,<rank>]<stream>:`` (what ``horovodrun`` asks
 ``mpirun`` for): the number after the comma is the process's MPI rank."""
+PDSH_HOST = r"(?P<phost>[A-Za-z][A-Za-z0-9_-]*[0-9](?:\.[A-Za-z][A-Za-z0-9-]*)*): "
+"""pdsh's label (``%S: `` before each line of a remote command, which DeepSpeed's launcher
+leaves on): the host as the hostfile names it. Only a name ending in a digit, as node names
+do: ``RuntimeError: ``, ``srun: `` and ``NCCL INFO`` tags never end in one. An IP address
+label is left on the line (the lake has no address → node map to read it with)."""
 LAUNCHER = (
     r"(?:\[[0-9]+\] )?\[(?P<role>[A-Za-z_]+)(?P<trank>[0-9]+)\]: ?(?:\[rank(?P<grank>[0-9]+)\]: ?)?"
     r"(?:\[[A-Za-z_]+[0-9]+\]: ?)*"
@@ -62,7 +68,7 @@ SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[[0-9]+\])?: "
 CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\b"
 """slurmstepd's banner (``*** STEP 1003.0 ON gpu007 CANCELLED AT 2026-11-28T12:20:41 ***``;
 older Slurm prints the host at the end); group 1 is its time."""
-PREFIXES = f"(?:{LABEL}|{MPI_TAG})?(?:{LAUNCHER})?(?:{PROCESS})?(?:{STAMP})?(?:{NCCL_HOST})?"
+PREFIXES = f"(?:{LABEL}|{MPI_TAG}|{PDSH_HOST})?(?:{LAUNCHER})?(?:{PROCESS})?(?:{STAMP})?(?:{NCCL_HOST})?"
 """Every prefix in one regex: each optional part is taken whenever it matches where the
 previous one ended, as peeling them one by one would, but the line is scanned once and
 sliced once."""
@@ -112,7 +118,7 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         ).cast(pl.Int32, strict=False).alias("rank"),
         pl.when(local).then(pl.col("trank")).cast(pl.Int32, strict=False).alias("local_rank"),
         pl.when(local & pl.col("trank").is_not_null()).then(pl.col("label")).cast(pl.Int32, strict=False).alias("slot"),
-        pl.col("nhost").alias("node"),
+        pl.coalesce("nhost", "phost").alias("node"),
         program.alias("program"),
         message.alias("message"),
         reason.cast(pl.String).alias("reason"),
