@@ -187,10 +187,15 @@ def state_fallback(attempts: pl.DataFrame, state_rules) -> pl.DataFrame:
 
 
 def _evidence(events: pl.DataFrame, roots: pl.DataFrame, limit: int) -> pl.DataFrame:
-    """Per attempt: the evidence list (non-benign events, roots first when trimming)."""
+    """Per attempt: the evidence list (non-benign events, roots first when trimming).
+
+    ``events`` has ``_row``, each row's index. Which rows to keep, and their order, are
+    worked out on a narrow frame; the evidence fields are gathered once, for the kept rows.
+    """
     root_rows = roots.select(pl.col("root_rows").alias("_row")).explode("_row").with_columns(is_root=pl.lit(True))
     kept = (
-        events.filter(pl.col("role") != "benign")
+        events.select("_row", "attempt_id", "role", "ts", "node", "origin", "rule_id")
+        .filter(pl.col("role") != "benign")
         .join(root_rows, on="_row", how="left")
         .with_columns(
             pl.col("is_root").fill_null(False),
@@ -201,8 +206,11 @@ def _evidence(events: pl.DataFrame, roots: pl.DataFrame, limit: int) -> pl.DataF
         .head(limit)
         .sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
     )
-    return kept.group_by("attempt_id", maintain_order=True).agg(
-        pl.struct(_EVIDENCE_FIELDS).alias("evidence"),
+    fields = events.select(_EVIDENCE_FIELDS)[kept["_row"]]
+    return (
+        pl.concat([kept.select("attempt_id"), fields], how="horizontal")
+        .group_by("attempt_id", maintain_order=True)
+        .agg(pl.struct(_EVIDENCE_FIELDS).alias("evidence"))
     )
 
 

@@ -219,14 +219,19 @@ def coverage_from_counts(
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
     # One integer key per (cluster, node, source) log: the running sums and the as-of
-    # lookups group by it instead of three strings. Sorted by hour alone, each log's rows
-    # are in hour order, which is all the running sum and the lookups need.
-    logs = per_hour.select("cluster", "node", "source").unique().with_row_index("_log")
+    # lookups group by it instead of three strings. One grouping gives the key, each log's
+    # hours in order (all the running sum and the lookups need) and its total.
+    grouped = (
+        per_hour.group_by("cluster", "node", "source")
+        .agg(pl.col("hour").sort(), pl.col("rows").sort_by("hour"), pl.col("rows").sum().alias("_total"))
+        .with_row_index("_log")
+    )
+    logs = grouped.select("_log", "cluster", "node", "source")
+    totals = grouped.select("_log", "_total")
     per_hour = (
-        per_hour.join(logs, on=["cluster", "node", "source"]).select("_log", "hour", "rows").sort("hour")
+        grouped.select("_log", "hour", "rows").explode("hour", "rows")
         .with_columns(pl.col("rows").cum_sum().over("_log").alias("running"))
     )
-    totals = per_hour.group_by("_log").agg(pl.col("running").max().alias("_total"))
     per_attempt = per_attempt.group_by("cluster", "attempt_id", "source", "node").agg(pl.col("rows").sum())
     windows = attempts.select(
         "cluster", "attempt_id", pl.col("nodes").alias("node"),

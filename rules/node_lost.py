@@ -46,7 +46,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         return events
     # Slurm's node-failure lines that name no node leave the attempt open to this rule.
     unnamed = (pl.col("event") == "host.node_failure") & pl.col("node").is_null()
-    lost = lost.join(rooted_attempts(events.filter(~unnamed)), on="attempt_id", how="anti")
+    lost = lost.join(rooted_attempts(events.select("attempt_id", "role", "event", "node").filter(~unnamed)), on="attempt_id", how="anti")
     signs = known_events(events, context, [BOOT_EVENT, *STALL_EVENTS], ["cluster", "node", "ts", "origin", "source", "event"])
     if lost.is_empty() or signs.is_empty():
         return events

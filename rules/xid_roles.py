@@ -84,17 +84,26 @@ def repeat_offender_gpus(events: pl.DataFrame, history: pl.LazyFrame) -> pl.Data
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Upgrade repeated XID 13/31/43 to GPU faults and demote Nonfatal NVLink5 XIDs."""
-    offenders = repeat_offender_gpus(events, context.history)
-    marked = events.join(
-        offenders, on=list(GPU_KEY), how="left", maintain_order="left"
-    ).with_columns(pl.col("_repeat_offender").fill_null(False))
     repeatable = pl.col("event").is_in(REPEATABLE_EVENTS)
-    upgrade = pl.col("_repeat_offender") & repeatable
-    # Only NVLink5 rows carry a severity: parse their params, not every event's.
     nvlink5 = pl.col("event").is_in(NVLINK5_EVENTS)
-    params = pl.when(nvlink5).then(pl.col("params"))
-    nonfatal = nvlink5 & params.str.json_path_match("$.detail").str.contains(r"\bNonfatal\b").fill_null(False)
-    return marked.with_columns(
+    # Masks over narrow frames: few events are XIDs, and the events frame is wide.
+    offenders = repeat_offender_gpus(events, context.history)
+    upgrade = (
+        events.select(*GPU_KEY, repeatable.alias("_repeatable"))
+        .join(offenders, on=list(GPU_KEY), how="left", maintain_order="left")
+        .select(pl.col("_repeatable") & pl.col("_repeat_offender").fill_null(False))
+        .to_series()
+        if not offenders.is_empty() else None
+    )
+    nonfatal = events.select(
+        nvlink5 & pl.when(nvlink5).then(pl.col("params")).str.json_path_match("$.detail")
+        .str.contains(r"\bNonfatal\b").fill_null(False)
+    ).to_series() if events.select(nvlink5.any()).item() else None
+    if upgrade is None and nonfatal is None:
+        return events
+    upgrade = pl.lit(upgrade if upgrade is not None else False)
+    nonfatal = pl.lit(nonfatal if nonfatal is not None else False)
+    return events.with_columns(
         pl.when(upgrade).then(pl.lit("gpu")).otherwise(pl.col("domain")).alias("domain"),
         pl.when(upgrade).then(pl.lit("gpu.repeated_xid")).otherwise(pl.col("cause")).alias("cause"),
         pl.when(upgrade)
@@ -107,4 +116,4 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .then(pl.lit("context"))
         .otherwise(pl.col("role"))
         .alias("role"),
-    ).select(events.columns)
+    )

@@ -146,7 +146,7 @@ def known_events(events: pl.DataFrame, context: RuleContext, names: Iterable[str
     lake's past events (``context.history``, when it has those columns), once each: what
     a rule needs when the evidence it looks for may lie outside the attempt's window."""
     names = list(names)
-    frames = [events.filter(pl.col("event").is_in(names)).select(columns)]
+    frames = [events.select(*columns, _event=pl.col("event")).filter(pl.col("_event").is_in(names)).drop("_event")]
     if set(columns) | {"event"} <= set(context.history.collect_schema().names()):
         frames.append(
             context.history.filter(pl.col("event").is_in(names)).select(columns).collect()
