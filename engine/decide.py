@@ -12,8 +12,10 @@ skew`` across nodes, ``tie_window`` on one node):
   includes the root's moment: it may have come first.
 
 When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
-TIMEOUT → ``scheduler.time_limit``…) is the fallback root; with neither, the verdict is
-``unknown`` / ``insufficient``. A successful attempt gets ``domain = none``.
+TIMEOUT → ``scheduler.time_limit``…) is the fallback root; it names no culprit, except
+the node of a one-node attempt whose state blames the infrastructure (NODE_FAIL,
+BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A successful
+attempt gets ``domain = none``.
 
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked
 to it, a scheduler state with the same cause, or NODE_FAIL for an infrastructure root) and
@@ -299,6 +301,9 @@ def decide(
     def only_failed(expr: pl.Expr, empty: pl.Expr, when: pl.Expr = blames) -> pl.Expr:
         return pl.when(when).then(expr.fill_null(empty)).otherwise(empty)
 
+    # A one-node attempt the scheduler lost to its node (NODE_FAIL, BOOT_FAIL) with no line
+    # saying more had one suspect: its node.
+    state_names_node = by_state & pl.col("state_domain").is_in(INFRASTRUCTURE) & (pl.col("nodes").list.len() == 1)
     first_fault = pl.when(log_root).then(pl.col("root_ts")).when(by_state).then(pl.col("end_ts"))
     return (
         frame.with_columns(domain.alias("_domain"), cause.alias("_cause"), quality.alias("quality"))
@@ -307,13 +312,13 @@ def decide(
             pl.col("_cause").alias("cause"),
             pl.col("_domain").replace_strict(RESPONSIBILITY, return_dtype=pl.String).alias("responsibility"),
             # With competing explanations every suspect node is a culprit until ruled out.
-            only_failed(
+            pl.when(state_names_node).then(pl.col("nodes").cast(pl.List(pl.String))).otherwise(only_failed(
                 pl.when(pl.col("ambiguous"))
                 .then(pl.concat_list("culprit_nodes", pl.col("alternatives").list.eval(pl.element().struct.field("node")))
                       .list.drop_nulls().list.unique().list.sort())
                 .otherwise(pl.col("culprit_nodes")),
                 empty_str,
-            ).alias("culprit_nodes"),
+            )).alias("culprit_nodes"),
             only_failed(pl.col("culprit_gpus"), empty_str).alias("culprit_gpus"),
             only_failed(pl.col("culprit_ports"), empty_str).alias("culprit_ports"),
             only_failed(pl.col("culprit_ranks"), pl.lit([], dtype=pl.List(pl.Int32)), blames_rank).alias("culprit_ranks"),

@@ -210,7 +210,8 @@ def _extract(
 ) -> pl.DataFrame:
     """Events of the pack's extract rules, one per matching line and rule, sorted by
     :data:`ORDER` unless ``ordered`` is false (the flood dedupe sorts them its own way)."""
-    rules = [r for r in pack.extract if keep_benign or r.role != "benign" or r.map is not None]
+    rules = [r for r in pack.extract
+             if keep_benign or r.role != "benign" or r.map is not None or ADDRESS_GROUP in r.regex]
     if not rules:
         return empty_events()
     candidates = _with_input_columns(observations).filter(_prefilter(rules)).collect().with_row_index("_row")
@@ -225,7 +226,16 @@ def _extract(
         return empty_events()
     events = pl.concat(plans, how="vertical").cast(dict(EVENT_SCHEMA))
     if not keep_benign:
-        events = events.filter(pl.col("role") != "benign")
+        # A benign line naming its node's address (NCCL's bootstrap banner) stays, once per
+        # attempt, node and address and without its rank (every rank prints it): by it a
+        # peer's address is mapped back to its node (rules/ib_peer.py).
+        address = pl.col("params").str.contains(ADDRESS_PARAM, literal=True).fill_null(False)
+        benign = pl.col("role") == "benign"
+        events = pl.concat([
+            events.filter(~benign),
+            events.filter(benign & address).with_columns(pl.lit(None, dtype=pl.Int32).alias("rank"))
+            .sort("ts", "origin").unique(["attempt_id", "node", "params"], keep="first", maintain_order=True),
+        ])
     if ordered:
         events = events.sort(ORDER, nulls_last=True, maintain_order=True)
     return events.collect()
@@ -252,10 +262,16 @@ def _extractor_digest() -> bytes:
     return digest.digest()
 
 
+ADDRESS_GROUP = "(?P<addr>"
+"""The capture of a benign rule that names its node's network address: runs keep its events."""
+ADDRESS_PARAM = '"addr":'
+"""That capture in an event's params."""
+
+
 def line_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     """What a run takes from some lines: their events before the flood dedupe, without the
     harmless ones (benign events never take part in a verdict, and NCCL INFO banners are
-    most of a log)."""
+    most of a log) except those naming their node's address (``addr``), one per node."""
     return _extract(observations, pack, keep_benign=False, ordered=False)
 
 

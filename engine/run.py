@@ -415,7 +415,7 @@ def correlate(
     precedence and python rules (``history``: past events for those); a confirmation whose
     preferred event ended up no root is a root candidate again."""
     scheduler = state_events(attempts, pack).select(events.columns).cast(events.schema)
-    correlated = attach_events(attempts, pl.concat([events, scheduler]), config)
+    correlated = attach_events(attempts, pl.concat([without_idle_addresses(events), scheduler]), config)
     skew = timedelta(seconds=config.seconds("clock_skew"))
     correlated = apply_suppress(correlated, pack.suppress, skew)
     correlated = apply_precedence(correlated, pack.precedence, skew)
@@ -424,6 +424,16 @@ def correlate(
     correlated = demote_outlived_prestart_roots(correlated, timedelta(seconds=config.seconds("fail_at_once")), skew)
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())
     return restore_orphaned_confirmations(run_python_rules(correlated, pack.python, context))
+
+
+def without_idle_addresses(events: pl.DataFrame) -> pl.DataFrame:
+    """``events`` without the benign address banners (the only benign events a run reads,
+    see :func:`engine.extract.line_events`) of attempts where no network root candidate
+    names a peer: only there does a rule map an address back to its node."""
+    benign = pl.col("role") == "benign"
+    network = (pl.col("domain") == "network") & (pl.col("role") == "root_candidate") & pl.col("attempt_id").is_not_null()
+    needed = events.select("attempt_id", "domain", "role").filter(network)["attempt_id"].unique()
+    return events.filter(~benign | pl.col("attempt_id").is_in(needed.implode()))
 
 
 def plan_chunks(attempts: pl.DataFrame, since: date, until: date, config: EngineConfig) -> list[tuple[date, date]]:

@@ -7,13 +7,18 @@ ranks on both sides of it report: the other nodes name the broken node's address
 broken node names each of theirs. Every such report is a root candidate, and without more
 the verdict blames every node that reported.
 
-The broken node is the one end all the failing connections share. Nothing in the logs maps
-addresses to nodes, but a node never names its own address: when every reporting node but
-one names the same peer, more often than any other peer is named, and that one node names
+The broken node is the one end all the failing connections share: the peer named by the
+most reporting nodes, when no other peer is named as often. Which node has that address is
+read from NCCL's own INFO banners (``Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/IB : Using
+[0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``: the benign ``network.nccl_address`` events' ``addr``),
+where exactly one node of the attempt printed it. Without them a node never names its own
+address: when every reporting node but one names the shared peer and that one node names
 only other peers (no more of them than there are nodes naming the shared one), that node is
-the shared end. Its reports stay root candidates; the other nodes' reports become
-cascades caused by its first one. When the shared peer's node reported nothing, or two
-nodes only name each other, nothing tells the ends apart and the reports stay as they are.
+the shared end. Its reports stay root candidates and the other nodes' reports become
+cascades of its first one; a shared end known by its address that reported nothing itself
+(its log lost with it) gets a root candidate of its own, of which every report is a
+cascade. When nothing maps the address and the shared end reported nothing, or two nodes
+only name each other, nothing tells the ends apart and the reports stay as they are.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -21,10 +26,16 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import link_to_roots
+from engine.rules.python_rules import link_to_roots, new_events
 
 EVENT = "network.ib_retry_exceeded"
 """The event of a ``with error 12`` / ``status=12`` completion (``fabric.yaml``)."""
+BANNER_EVENT = "network.nccl_address"
+"""NCCL's banners naming the node's address (``benign.yaml``), in ``addr``."""
+RULE_ID = "ib_common_peer"
+SILENT_END_EVENT = "network.ib_common_peer"
+CAUSES = (("network.transport_retry_exceeded", "network", "root_candidate", SILENT_END_EVENT),)
+"""The node whose address every failing connection names, when it reported nothing itself."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
@@ -44,28 +55,61 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .filter((pl.len().over("attempt_id") == 1) & (pl.col("_by") >= 2))
         .select("attempt_id", pl.col("_peer").alias("_shared"), "_by")
     )
-    # The one reporting node that never names the shared peer, and names few enough others.
+    # The node whose address the shared peer is, where one node of the attempt printed it.
+    addresses = (
+        events.select("attempt_id", "node", "event", "params")
+        .filter((pl.col("event") == BANNER_EVENT) & pl.col("params").str.contains('"addr"', literal=True))
+        .select("attempt_id", "node", pl.col("params").str.json_path_match("$.addr").alias("_shared"))
+        .drop_nulls().unique()
+        .filter(pl.len().over("attempt_id", "_shared") == 1)
+    )
+    by_address = shared.join(addresses, on=["attempt_id", "_shared"]).select("attempt_id", pl.col("node").alias("_end"))
+    # Otherwise the one reporting node that never names the shared peer, and names few
+    # enough others.
     per_node = pairs.join(shared, on="attempt_id").group_by("attempt_id", "node").agg(
         (pl.col("_peer") == pl.col("_shared")).any().alias("_names_shared"),
         pl.len().alias("_peers"),
         pl.col("_by").first(),
     )
-    ends = (
+    inferred = (
         per_node.filter(~pl.col("_names_shared"))
         .filter((pl.len().over("attempt_id") == 1) & (pl.col("_peers") <= pl.col("_by")))
         .select("attempt_id", pl.col("node").alias("_end"))
     )
+    ends = pl.concat([by_address, inferred.join(by_address, on="attempt_id", how="anti")])
     if ends.is_empty():
         return events
+    ordered = reports.sort("attempt_id", "ts", "event_id")
     first = (
-        reports.join(ends, left_on=["attempt_id", "node"], right_on=["attempt_id", "_end"])
-        .sort("attempt_id", "ts", "event_id")
+        ordered.join(ends, left_on=["attempt_id", "node"], right_on=["attempt_id", "_end"])
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.col("event_id").first().alias("_root"), pl.col("node").first().alias("_end"))
     )
+    # A shared end that reported nothing: a root of its own, at the first report naming it.
+    silent = (
+        ordered.join(ends.join(first, on="attempt_id", how="anti"), on="attempt_id")
+        .join(shared, on="attempt_id")
+        .group_by("attempt_id", maintain_order=True).first()
+    )
+    added = new_events(
+        silent.select(
+            "attempt_id", "ts", "origin", "ts_source", "source", "cluster", "job_id", "user", "state", "start_ts", "end_ts",
+            pl.col("_end").alias("node"),
+            pl.concat_str([
+                pl.lit("every failing InfiniBand connection of the attempt names "), pl.col("_shared"),
+                pl.lit(", the address "), pl.col("_end"), pl.lit("'s NCCL uses: its link, port or HCA broke"),
+            ]).alias("message"),
+            pl.struct(pl.col("_shared").alias("peer")).struct.json_encode().alias("params"),
+        ),
+        events, rule_id=RULE_ID, event=SILENT_END_EVENT, domain="network", cause="network.transport_retry_exceeded",
+        role="root_candidate", action="check_fabric_port",
+    )
+    first = pl.concat([
+        first, added.select("attempt_id", pl.col("event_id").alias("_root"), pl.col("node").alias("_end")),
+    ])
     around = (
         reports.join(first, on="attempt_id").filter(pl.col("node") != pl.col("_end"))
         .select("attempt_id", "event_id", "_root").unique()
     )
     # The reports are root candidates, which no earlier rule linked to anything.
-    return link_to_roots(events, around, "cascade")
+    return pl.concat([link_to_roots(events, around, "cascade"), added])

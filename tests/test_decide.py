@@ -156,6 +156,14 @@ def test_state_fallback_and_corroboration():
     assert (v["ok"]["domain"], v["ok"]["responsibility"], v["ok"]["quality"]) == ("none", "none", "definitive")
     assert (v["nf"]["cause"], v["nf"]["quality"]) == ("host.node_failure", "insufficient")
     assert v["t"]["evidence"][0]["source"] == "scheduler"
+    # The one node of a NODE_FAIL attempt is its culprit; a time limit names none.
+    assert (v["nf"]["culprit_nodes"], v["t"]["culprit_nodes"]) == (["n1"], [])
+
+
+def test_a_lost_attempt_of_several_nodes_names_none_of_them_without_a_line():
+    att = attempts({"attempt_id": "nf", "state": "node_fail", "raw_state": "NODE_FAIL", "nodes": ["n1", "n2"], "n_nodes": 2})
+    v, _ = verdict(att, events({"attempt_id": "other", "ts": at(0)}).head(0))
+    assert (v["nf"]["cause"], v["nf"]["culprit_nodes"]) == ("host.node_failure", [])
 
 
 def test_link_that_came_back_before_the_failure_is_not_the_root():

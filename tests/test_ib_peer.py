@@ -1,14 +1,19 @@
 """The ``ib_common_peer`` python rule, end to end: when NCCL's retry-exceeded reports of an
 attempt all touch one node (the others name its address, it names theirs), that node is the
-culprit; when the shared end reported nothing, or two nodes only name each other, every
-reporting node stays a suspect. Real NCCL lines, landed through the Slurm connector and the
+culprit; so is the node whose NCCL bootstrap banner shows the shared address, even when it
+reported nothing; when nothing maps the address and the shared end reported nothing, or two
+nodes only name each other, every reporting node stays a suspect. Real NCCL lines, landed through the Slurm connector and the
 files landing, attributed by a run."""
 
 from __future__ import annotations
 
 from datetime import date
 
+import polars as pl
 import pytest
+
+from engine.extract import line_events
+from engine.rules.loader import load_rule_pack
 
 from tests.end_to_end import ITERATION, verdicts_by_job
 
@@ -16,6 +21,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 800|800|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[1-3]|gres/gpu=24,node=3
 801|801|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[4-6]|gres/gpu=24,node=3
 802|802|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[7-8]|gres/gpu=16,node=2
+803|803|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[9-11]|gres/gpu=24,node=3
 """
 
 
@@ -27,8 +33,14 @@ def retry_exceeded(rank: int, node: str, peer: str) -> str:
             f"Got completion from peer {peer}<5231{rank}> with error 12, opcode 0, len 0, vendor err 129")
 
 
-def output(*reports: tuple[int, str, str]) -> str:
-    return f"0: [2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(retry_exceeded(*r) + "\n" for r in reports)
+def bootstrap(rank: int, node: str, address: str) -> str:
+    """NCCL's bootstrap banner naming the node's address, as NVIDIA/nccl-tests#188 prints it."""
+    return f"{rank}: {node}:4551{rank}:4551{rank} [0] NCCL INFO Bootstrap : Using ibs85f0:{address}<0>"
+
+
+def output(*reports: tuple[int, str, str], banners: tuple[str, ...] = ()) -> str:
+    return "".join(b + "\n" for b in banners) + f"0: [2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(
+        retry_exceeded(*r) + "\n" for r in reports)
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +57,12 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-801.out").write_text(output((4, "n4", "10.22.0.6"), (12, "n5", "10.22.0.6")))
     # Two nodes that only name each other: either end may be the broken one.
     (logs / "slurm-802.out").write_text(output((4, "n7", "10.22.0.8"), (12, "n8", "10.22.0.7")))
+    # Everyone names 10.22.0.11, which n11's bootstrap banner says is its address; n11
+    # reported nothing (its link is down).
+    (logs / "slurm-803.out").write_text(output(
+        (4, "n9", "10.22.0.11"), (12, "n10", "10.22.0.11"),
+        banners=(bootstrap(0, "n9", "10.22.0.9"), bootstrap(8, "n10", "10.22.0.10"), bootstrap(16, "n11", "10.22.0.11")),
+    ))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -62,3 +80,25 @@ def test_a_silent_shared_end_leaves_every_reporter_a_suspect(verdicts):
 
 def test_two_nodes_naming_each_other_stay_suspects(verdicts):
     assert verdicts["802"]["culprit_nodes"] == ["n7", "n8"]
+
+
+def test_the_shared_address_names_its_node_through_nccls_bootstrap_banner(verdicts):
+    v = verdicts["803"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n11"])
+    roles = {(e["node"], e["role"]) for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"}
+    assert roles == {("n9", "cascade"), ("n10", "cascade")}
+    assert v["affected_nodes"] == ["n10", "n9"]
+
+
+def test_runs_keep_one_address_banner_per_node_and_attempt():
+    """Every rank prints the bootstrap banner; a run keeps it once per node (no rank)."""
+    lines = [bootstrap(rank, f"n{9 + rank // 8}", f"10.22.0.{9 + rank // 8}").split(": ", 1)[1] for rank in range(24)]
+    observations = pl.DataFrame({
+        "message": lines, "origin": [f"slurm-803.out:{i + 1}" for i in range(24)],
+        "node": [f"n{9 + i // 8}" for i in range(24)], "rank": list(range(24)),
+        "attempt_id": ["slurm/c1/803/0"] * 24, "source": ["app"] * 24,
+    }, schema_overrides={"rank": pl.Int32})
+    kept = line_events(observations, load_rule_pack())
+    assert kept.select("node", "rank", "event").sort("node").rows() == [
+        ("n10", None, "network.nccl_address"), ("n11", None, "network.nccl_address"), ("n9", None, "network.nccl_address"),
+    ]
