@@ -1,7 +1,9 @@
 """Decide: one verdict per attempt, vectorized over all attempts at once.
 
 For an attempt that did not succeed the root cause is the earliest root candidate that
-started before the attempt ended (plus clock skew). Cascades never replace it: they are not
+started before the attempt ended (plus clock skew); an attempt with none takes an
+infrastructure one stamped later, within its grace (a node whose clock runs ahead), as a
+root that is never ``definitive``. Cascades never replace it: they are not
 candidates at all. Candidates closer to the root than the clock allows us to order (``clock
 skew`` across nodes, ``tie_window`` on one node):
 
@@ -78,8 +80,14 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     # Order by the latest moment each candidate can have happened (``ts_hi``): a precisely
     # stamped line beats an unstamped one that only inherited an earlier stamp.
     # Two lines of one file are ordered by their line numbers whatever their stamps say.
+    # An attempt with no candidate before its end may still have one stamped within its
+    # grace: an infrastructure fault on a node whose clock runs ahead (the job died of it
+    # at once; the node's kernel stamped it later than the scheduler's end). Taken only
+    # then, and never ``definitive``.
+    late = pl.col("ts") > pl.col("end_ts") + skew
     candidates = (
-        events.filter((pl.col("role") == "root_candidate") & (pl.col("ts") <= pl.col("end_ts") + skew))
+        events.filter((pl.col("role") == "root_candidate") & (~late | pl.col("domain").is_in(INFRASTRUCTURE)))
+        .filter(~late | late.all().over("attempt_id"))
         .with_columns(
             pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
             pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"),
@@ -97,6 +105,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         pl.col("action").alias("root_action"),
         pl.col("_file").alias("root_file"),
         pl.col("_line").alias("root_line"),
+        late.alias("root_late"),
     )
     paired = candidates.join(first, on="attempt_id").with_columns(
         same_node=pl.col("node").is_not_null() & (pl.col("node") == pl.col("root_node")).fill_null(False)
@@ -285,7 +294,7 @@ def decide(
     quality = (
         pl.when(~pl.col("failed")).then(pl.lit("definitive"))
         .when(log_root & pl.col("ambiguous")).then(pl.lit("ambiguous"))
-        .when(log_root & pl.col("corroborated") & pl.col("complete")).then(pl.lit("definitive"))
+        .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late")).then(pl.lit("definitive"))
         .when(log_root).then(pl.lit("probable"))
         .when(by_state & pl.col("complete")).then(pl.lit("probable"))
         .otherwise(pl.lit("insufficient"))

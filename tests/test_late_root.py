@@ -1,7 +1,8 @@
 """A root the decision cannot pick takes no role from another line, end to end: a node
 whose clock runs far ahead stamps its NVLink XID after the job ended, and the CUDA error the
 job printed before its end stays the root (instead of becoming the late XID's
-confirmation and leaving nothing); and a CUDA error that confirmed an XID a later rule gave
+confirmation and leaving nothing), while alone such an XID is the root, never a definitive
+one; and a CUDA error that confirmed an XID a later rule gave
 to the previous job is a root again. Real lines, landed through the Slurm connector and the
 files landing, attributed by a run."""
 
@@ -26,6 +27,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 910|910|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n1|gres/gpu=8,node=1
 911|911|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T11:00:00|n2|gres/gpu=8,node=1
 912|912|train|alice|FAILED|1:0|2026-11-20T12:00:00|2026-11-20T12:30:00|n3|gres/gpu=8,node=1
+913|913|train|alice|FAILED|1:0|2026-11-20T14:00:00|2026-11-20T15:00:00|n4|gres/gpu=8,node=1
 """
 
 
@@ -60,3 +62,15 @@ def test_a_confirmation_of_an_xid_the_previous_job_left_is_the_root_again(tmp_pa
     assert (v["domain"], v["culprit_nodes"]) == ("gpu_memory", ["n3"])
     roles = {e["rule_id"]: e["role"] for e in v["evidence"]}
     assert roles["cuda_uncorrectable_ecc"] == "root_candidate"
+
+
+def test_an_xid_stamped_after_the_end_is_the_root_when_nothing_else_is(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # n4's clock runs 95 s ahead and the job printed no error of its own: the late XID is
+    # the only explanation, a root that is not definitive.
+    (logs / "n4.log").write_text(syslog("n4", ("13:50:00", "systemd[1]: Started Session c2 of user root."),
+                                        ("15:01:05", f"kernel: {XID_74}")))
+    (logs / "slurm-913.out").write_text(f"[2026-11-20 14:10:00,000] {ITERATION}\n")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["913"]
+    assert (v["domain"], v["culprit_nodes"], v["quality"]) == ("nvlink", ["n4"], "probable")
