@@ -267,7 +267,9 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: ti
     return _relabel(events, pairs, "confirmation", only_roots=True)
 
 
-LINK_DOWN_CAUSE = "network.link_down"
+LINK_DOWN_CAUSES = ("network.link_down", "network.link_flap", "network.nic_tx_timeout")
+"""Causes of a port or NIC that stopped passing traffic and may come back: a link-down, the
+port error NCCL's async thread reports, a transmit queue the driver reset."""
 LINK_UP_CAUSE = "network.link_up"
 LUSTRE_LOST_EVENT = "storage.lustre_connection_lost"
 LUSTRE_RESTORED_EVENT = "storage.lustre_connection_restored"
@@ -276,9 +278,10 @@ LUSTRE_RESTORED_EVENT = "storage.lustre_connection_restored"
 def _outage(down: bool) -> pl.Expr:
     """Which kind of outage an event opens (``down``) or closes: ``link`` (a port's
     link-down / link-up, by cause) or ``lustre`` (a client's lost / restored connection)."""
-    link, lustre = (LINK_DOWN_CAUSE, LUSTRE_LOST_EVENT) if down else (LINK_UP_CAUSE, LUSTRE_RESTORED_EVENT)
+    link = pl.col("cause").is_in(LINK_DOWN_CAUSES) if down else pl.col("cause") == LINK_UP_CAUSE
+    lustre = LUSTRE_LOST_EVENT if down else LUSTRE_RESTORED_EVENT
     return (
-        pl.when(pl.col("cause") == link).then(pl.lit("link"))
+        pl.when(link).then(pl.lit("link"))
         .when(pl.col("event") == lustre).then(pl.lit("lustre"))
         .alias("_outage")
     )
@@ -295,8 +298,10 @@ def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
     cascade that reports a timeout (``timeout_ms`` in its params: the NCCL watchdog's
     ``Timeout(ms)``) started failing that long before it was printed: a collective that hung
     while the port flapped is noticed only when the timeout runs out. The recovery must be
-    on the same node and port (a link-up of cause ``network.link_up``, a Lustre
-    ``Connection restored``).
+    on the same node and port (a link-up of cause ``network.link_up``: the kernel's, or
+    NCCL's ``port active``; a Lustre ``Connection restored``); an outage that names no port
+    (NCCL's ``Got async event : port error`` of older releases, a transmit timeout of a
+    netdev) is closed by a link-up of any port of its node.
     """
     if events.is_empty():
         return events
@@ -308,7 +313,7 @@ def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
     # Only attempts with an outage need to know when they started failing.
     failing = _failing_since(events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi"))
     ups = events.filter(_outage(down=False).is_not_null()).select(
-        "attempt_id", "node", "port", _outage(down=False), pl.col("ts").alias("_up")
+        "attempt_id", "node", pl.col("port").alias("_up_port"), _outage(down=False), pl.col("ts").alias("_up")
     )
     # A confirmed outage keeps every outage of its node in the attempt: the kernel reports
     # one flap at the netdev and at the HCA port, and the errors link to one of them.
@@ -320,7 +325,8 @@ def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
     )
     recovered = (
         downs.select("_row", "attempt_id", "node", "port", "_outage", "event_id", "ts")
-        .join(ups, on=["attempt_id", "node", "port", "_outage"], how="inner", nulls_equal=True)
+        .join(ups, on=["attempt_id", "node", "_outage"], how="inner", nulls_equal=True)
+        .filter(pl.col("port").is_null() | pl.col("port").eq_missing(pl.col("_up_port")))
         .join(failing, on="attempt_id")
         .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") < pl.col("_failing")))
         .join(confirmed, on=["attempt_id", "node"], how="anti", nulls_equal=True)

@@ -108,6 +108,12 @@ WRITE_THREADS = 2
 
 PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3}
 
+FREE_TEXT = frozenset({"message", "origin", "raw", "event_id", "params", "labels", "evidence", "alternatives"})
+"""Columns of (nearly) unique text: written without a dictionary and without min/max
+statistics. Both would cost a hash and a comparison of every value (a third of writing
+observations) for nothing: the dictionary overflows at once, and no reader prunes files by
+a log line's text."""
+
 
 class LakeError(Exception):
     """A lake operation failed; the message names the table and path concerned."""
@@ -170,7 +176,10 @@ def _atomic_write_bytes(path: Path, write) -> None:
 
 def _write_parquet(arrow: pa.Table, path: Path) -> None:
     """Write ``arrow`` to ``path`` as the lake's Parquet, atomically."""
-    _atomic_write_bytes(path, lambda fh: pq.write_table(arrow, fh, **PARQUET_OPTIONS))
+    keyed = [name for name in arrow.schema.names if name not in FREE_TEXT]
+    _atomic_write_bytes(path, lambda fh: pq.write_table(
+        arrow, fh, **PARQUET_OPTIONS, use_dictionary=keyed, write_statistics=keyed,
+    ))
 
 
 def _partition_dir(root: Path, table: str, values: dict[str, object]) -> Path:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Literal
 
+import polars as pl
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -76,6 +77,14 @@ ATTEMPTS = pa.schema([
     ("gpus_per_node", pa.int32()),
     ("origin", pa.string()),
 ])
+
+
+def processes_per_node() -> pl.Expr:
+    """An attempt's ranks (processes) per node: ``ranks_per_node`` (Slurm's tasks per node),
+    or ``gpus_per_node`` where it ran one task per node (a torchrun or DeepSpeed launcher,
+    which starts one process per GPU), or where it is unknown."""
+    tasks = pl.col("ranks_per_node")
+    return pl.when(tasks > 1).then(tasks).otherwise(pl.coalesce("gpus_per_node", tasks)).cast(pl.Int64)
 
 OBSERVATIONS = pa.schema([
     ("ts", TS),

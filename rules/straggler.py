@@ -23,6 +23,7 @@ from __future__ import annotations
 import polars as pl
 
 from engine.rules.python_rules import new_events, rooted_attempts
+from ingest.schema import processes_per_node
 
 RULE_ID = "straggler_rank"
 CAUSES = (
@@ -37,7 +38,7 @@ TIMEOUT_EVENT = "network.collective_timeout"
 
 def _world(attempts: pl.DataFrame) -> pl.DataFrame:
     """Per attempt: ranks per node and world size, where the attempts table knows them."""
-    per_node = pl.coalesce("ranks_per_node", "gpus_per_node").cast(pl.Int64)
+    per_node = processes_per_node()
     return attempts.select(
         "attempt_id", "nodes", per_node.alias("_per_node"), (per_node * pl.col("nodes").list.len()).alias("_world"),
     ).filter(pl.col("_world") > 1)

@@ -186,6 +186,29 @@ def test_link_that_came_back_before_the_failure_is_not_the_root():
     assert (v["b"]["cause"], v["b"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
 
 
+def test_a_port_error_or_transmit_timeout_the_job_outlived_is_not_the_root():
+    """NCCL's "Got async event : port error" (no port in older releases) and a NIC's
+    transmit timeout both end when a link of the node comes back up: a job that trained on
+    for hours and hit its time limit did not fail of them. A transmit timeout that never
+    recovered stays the root."""
+    att = attempts(*({"attempt_id": a, "nodes": [n], "state": "timeout", "raw_state": "TIMEOUT", "end_ts": at(300)}
+                     for a, n in (("a", "n1"), ("b", "n2"), ("c", "n3"))))
+    up = {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context"}
+    ev = events(
+        {"node": "n1", "attempt_id": "a", "source": "app", "event": "ib_port_error", "domain": "network",
+         "cause": "network.link_flap", "ts": at(40), "origin": "a.out:7"},
+        up | {"node": "n1", "attempt_id": "a", "source": "app", "ts": at(40.2), "port": "mlx5_0:1", "origin": "a.out:8"},
+        {"node": "n2", "event": "nic_tx_timeout", "domain": "network", "cause": "network.nic_tx_timeout", "ts": at(70),
+         "origin": "n2:3"},
+        up | {"node": "n2", "ts": at(70.1), "origin": "n2:4"},
+        {"node": "n3", "event": "nic_tx_timeout", "domain": "network", "cause": "network.nic_tx_timeout", "ts": at(70),
+         "origin": "n3:3"},
+    )
+    v, _ = verdict(att, ev)
+    assert v["a"]["cause"] == v["b"]["cause"] == "scheduler.time_limit"
+    assert (v["c"]["cause"], v["c"]["culprit_nodes"]) == ("network.nic_tx_timeout", ["n3"])
+
+
 def _felt_flap(port: str, *downs: dict) -> pl.DataFrame:
     """Attempt ``a``'s events around a flap: the link-down lines ``downs`` (from 10 min),
     ``port`` back up 6 s later, a NCCL NET/IB retry error between, the watchdog at 20 min."""

@@ -94,6 +94,45 @@ def test_a_torchrun_local_rank_under_an_srun_label_runs_on_the_labelled_node(tmp
     assert unknown["rank"].to_list() == [None, 2, 3]
 
 
+def test_one_task_per_node_places_lines_by_the_task_id_and_counts_a_process_per_gpu(tmp_path):
+    """``srun --ntasks-per-node=1 --label torchrun``: Slurm records one task per node, so the
+    task id is the node's index and PyTorch's global ranks run eight to a node (one per
+    GPU). Under ``torchrun --role rank --tee 3`` the first ``[rank1]:`` is torchrun's local
+    rank and the second PyTorch's global one; the agent's own lines name no rank."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    error = "RuntimeError: CUDA error: unspecified launch failure"  # pytorch/pytorch#49832
+    agent = ("W0216 09:21:19.020000 140895337689951 torch/distributed/elastic/multiprocessing/api.py:897] "
+             "Sending process 813356 closing signal SIGTERM")
+    lines = [f"2: [rank1]:[rank17]:{error}", f"0: {WATCHDOG_R3[0]}", f"1: [default3]:{error}", f"3: {agent}"]
+    (logs / "slurm-4244.out").write_text("\n".join(lines) + "\n")
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [job_4242(ts(2026, 12, 6, 18, 0), ts(2026, 12, 6, 19, 0)) | {
+        "attempt_id": "slurm/c1/4244/0", "job_id": "4244", "nodes": ["gpu-a", "gpu-b", "gpu-c", "gpu-d"],
+        "n_nodes": 4, "ranks_per_node": 1, "gpus_per_node": 8}])
+    land_log_files(lake, [logs], cluster=CLUSTER, year=2026)
+    obs = observations(lake)
+    assert obs["node"].to_list() == ["gpu-c", "gpu-a", "gpu-b", "gpu-d"]
+    assert obs["rank"].to_list() == [17, 3, 11, None]
+
+
+def test_srun_names_the_node_of_a_task_that_failed(tmp_path):
+    """Without the tasks per node (a sacct format with no NTasks) task 2 would be placed by
+    the GPUs per node; srun's own report says where it ran, for every task it lists."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = ["2: OSError: [Errno 5] Input/output error", "5: RuntimeError: CUDA error: unspecified launch failure",
+             "srun: error: lyra-g52: task 2: Exited with exit code 1",  # hafs-community/HAFS#101 form
+             "srun: error: lyra-g53: tasks 4-5,7: Terminated", "1: loss 0.25"]
+    (logs / "slurm-4245.out").write_text("\n".join(lines) + "\n")
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [job_4242(ts(2026, 12, 6, 18, 0), ts(2026, 12, 6, 19, 0)) | {
+        "attempt_id": "slurm/c1/4245/0", "job_id": "4245", "nodes": ["lyra-g50", "lyra-g51", "lyra-g52", "lyra-g53"],
+        "n_nodes": 4, "ranks_per_node": None, "gpus_per_node": 4}])
+    land_log_files(lake, [logs], cluster=CLUSTER, year=2026)
+    assert observations(lake)["node"].to_list() == ["lyra-g52", "lyra-g53", None, None, "lyra-g50"]
+
+
 @pytest.mark.parametrize(("year", "landed_year"), [(2025, 2026), (2027, 2026), (None, 2026)])
 def test_a_job_output_dated_in_the_wrong_year_moves_to_its_jobs_year(tmp_path, year, landed_year):
     """glog stamps have no year: a copied output (mtime today) or a wrong --year puts them
@@ -366,7 +405,8 @@ def test_many_files_land_in_few_parquet_files_and_reland_in_place(tmp_path):
     assert report.files[7].attempt_ids == ("slurm/c1/1007/0",)
     assert len(lake.files("observations")) == 1
     obs = lake.scan("observations").collect()
-    assert obs.filter(pl.col("rank") == 3)["node"].unique().to_list() == ["gpu-a"]
+    # Rank 3's lines were printed by srun task 5, which ran on the second node (4 tasks each).
+    assert obs.filter(pl.col("rank") == 3)["node"].unique().to_list() == ["gpu-b"]
     assert obs.group_by("attempt_id").len()["len"].unique().to_list() == [2]
     # one of them alone, then all again: never duplicated
     land_log_files(lake, [jobs / "slurm-1007.out"], cluster=CLUSTER, year=2026)

@@ -8,10 +8,12 @@ Lines are free text behind optional prefixes, peeled off in this order:
 2. a torchrun prefix, optionally after a ``[pid] `` tag: ``[default3]:`` (``--tee``:
    ``[<role><local rank>]:``, the index of the worker on its node) or PyTorch's own
    ``[rank3]:`` (the global rank, which wins over the task id); a second one
-   (``[default0]:[rank0]:``) is peeled too. Under one torchrun per node the task id in front
-   of a local-rank prefix is the node's index among the job's nodes (``slot``): the global
-   rank is then ``slot × ranks per node + local rank``, worked out once the line is tied to
-   its attempt (:func:`ingest.files.land.tie_to_attempts`);
+   (``[default0]:[rank0]:``, or ``[rank1]:[rank17]:`` under ``torchrun --role rank``: the
+   first is then the local rank) is peeled too. The task id (``slot``) says which node the
+   line ran on: node ``slot // tasks per node`` of the job, or node ``slot`` in front of a
+   local rank (one torchrun per node), whose global rank is then ``slot × processes per
+   node + local rank``, worked out once the line is tied to its attempt
+   (:func:`ingest.files.land.tie_to_attempts`);
 3. a stamp, after any spaces (Megatron-LM prints `` [2026-11-30 15:32:38] iteration …``):
    glog/PyTorch ``[E1130 15:32:38.123456 12345 file.cpp:123]`` (no year, rolled over like
    RFC 3164; PyTorch prints the month unpadded: ``E205`` is 5 February), Python logging
@@ -109,15 +111,17 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         pl.when(pl.col("nhost").is_not_null()).then(pl.lit("nccl"))
         .otherwise(message.str.extract(SLURM_TOOL, 1))
     )
-    # PyTorch's ``[rankN]:`` is the global rank; any other role's number is the local rank.
-    local = pl.col("role") != "rank"
+    # PyTorch's ``[rankN]:`` alone is the global rank; any other role's number, and the
+    # first of two prefixes (torchrun's ``--role rank`` tee before PyTorch's own
+    # ``[rank17]:``), is the local rank.
+    local = (pl.col("role") != "rank") | pl.col("grank").is_not_null()
     return frame.with_columns(
         pl.coalesce(
             "grank", pl.when(~local).then(pl.col("trank")),
-            pl.when(pl.col("trank").is_null()).then(pl.coalesce("label", "mpirank")),
+            pl.when(pl.col("trank").is_null()).then(pl.col("mpirank")),
         ).cast(pl.Int32, strict=False).alias("rank"),
         pl.when(local).then(pl.col("trank")).cast(pl.Int32, strict=False).alias("local_rank"),
-        pl.when(local & pl.col("trank").is_not_null()).then(pl.col("label")).cast(pl.Int32, strict=False).alias("slot"),
+        pl.col("label").cast(pl.Int32, strict=False).alias("slot"),
         pl.coalesce("nhost", "phost").alias("node"),
         program.alias("program"),
         message.alias("message"),

@@ -20,8 +20,8 @@ with these columns:
 and may add the :data:`PLACEMENT_COLUMNS` (null where absent):
 
 * ``local_rank`` — Int32, a rank a launcher prefix names among its node's workers only;
-* ``slot`` — Int32, the index among the job's nodes of the node the line ran on, where a
-  launcher prefix says so.
+* ``slot`` — Int32, the Slurm task id an ``srun --label`` prefix names, which says the
+  node the line ran on.
 
 Parsers never fill missing stamps: :func:`fill_stamps` does that once for every format.
 

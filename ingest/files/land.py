@@ -22,11 +22,12 @@ import polars as pl
 
 from ingest.files.common import (
     PLACEMENT_COLUMNS, TS_DTYPE, FileBatch, FilesError, ParseContext, check_timezone, lines_of, read_bytes,
+    short_host,
 )
 from ingest.files.detect import check_source
 from ingest.files.read import ParsedBatch, as_utc, parse_batch, untied_ranks
 from ingest.lake import Lake
-from ingest.schema import ATTEMPTS
+from ingest.schema import ATTEMPTS, processes_per_node
 
 SLURM_OUTPUT = r"(?:^|/)slurm-(\d+(?:_\d+)?)\.out(?:\.gz)?$"
 """Slurm's default output names ``slurm-%j.out`` and ``slurm-%A_%a.out`` (group 1: the job
@@ -213,12 +214,18 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     With several attempts (a requeued job), a line belongs to the last attempt that had
     started by its time (lines before the first start go to the first attempt; a file with
     no stamp at all goes to the last attempt, and its lines take that attempt's start
-    instead of the ingest time). Rank ``r`` runs on ``nodes[r // ranks_per_node]`` of its
-    attempt (``gpus_per_node`` when the ranks per node are unknown), a line with a ``slot``
-    (see :data:`ingest.files.common.PLACEMENT_COLUMNS`) on ``nodes[slot]`` as global rank
-    ``slot × ranks_per_node + local_rank``, and every line of a one-node attempt's output
-    (slurmstepd's, the launcher's, any rank's) ran on its node; a node already known from
-    the line or ``--node`` is kept.
+    instead of the ingest time). A line with a Slurm task id (``slot``, see
+    :data:`ingest.files.common.PLACEMENT_COLUMNS`) ran on ``nodes[slot // ranks_per_node]``
+    (Slurm's tasks per node, ``gpus_per_node`` when unknown), or on ``nodes[slot]`` with a
+    local-rank prefix behind the task id (one launcher per node), where local rank ``l`` is
+    global rank ``slot × processes per node + l``; any other
+    rank ``r`` ran on ``nodes[r // processes per node]``. Processes per node are Slurm's
+    tasks per node, or ``gpus_per_node`` when it ran one task (a per-node launcher) per
+    node. srun's own report of a task that ended badly (``srun: error: gpu052: task 2:
+    Exited with exit code 1``) names the node of that task's lines outright
+    (:func:`srun_task_nodes`). Every line of a one-node attempt's output (slurmstepd's, the
+    launcher's, any rank's) ran on its node; a node already known from the line or
+    ``--node`` is kept.
     """
     if cands.is_empty():
         return untied_ranks(obs)
@@ -261,7 +268,9 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
         )
     placed = cands.select(
         "attempt_id",
-        pl.coalesce("ranks_per_node", "gpus_per_node").cast(pl.Int64).alias("_per_node"),
+        pl.col("ranks_per_node").cast(pl.Int64).alias("_tasks"),
+        processes_per_node().alias("_procs"),
+        pl.col("gpus_per_node").cast(pl.Int64).alias("_gpus"),
         pl.col("nodes").alias("_nodes"),
         (pl.col("nodes").list.len() == 1).alias("_single"),
     ).unique("attempt_id", keep="first").with_row_index("_a")
@@ -270,27 +279,68 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     slots = placed.select(
         "_a", pl.col("_nodes").alias("_node"), pl.int_ranges(pl.col("_nodes").list.len()).alias("_i"),
     ).explode(["_node", "_i"])
-    per_node = pl.col("_per_node")
-    # A torchrun's local rank under a slot (one torchrun per node) gives the global rank; in
-    # a one-node attempt, or one whose nodes are unknown, the local rank is the best guess.
+    procs = pl.col("_procs")
+    # The task id says the node: behind it a local-rank prefix means one launcher per node
+    # (the id is the node's index); a bare task id is one of the node's tasks (tasks per
+    # node unknown: one per GPU).
+    tasks = pl.coalesce("_tasks", "_gpus")
+    task_node = pl.when(pl.col("local_rank").is_not_null()).then(pl.col("slot")).when(tasks > 0).then(pl.col("slot") // tasks)
+    # A local rank under a task id gives the global rank, and so does a bare task id where
+    # a task is a process (not a per-node launcher, whose own lines have no rank); in a
+    # one-node attempt, or one whose nodes are unknown, the local rank is the best guess.
+    bare = pl.col("rank").is_null() & pl.col("local_rank").is_null()
     rank = pl.coalesce(
         pl.col("rank").cast(pl.Int64),
-        pl.col("slot") * per_node + pl.col("local_rank"),
+        pl.col("_task_node") * procs + pl.col("local_rank"),
+        pl.when(bare & (tasks == procs).fill_null(True)).then(pl.col("slot")),
         pl.when(pl.col("_single").fill_null(True)).then(pl.col("local_rank")),
     )
-    index = pl.col("rank") // per_node
+    index = pl.col("rank") // procs
     tied = (
         tied.join(placed.drop("_nodes"), on="attempt_id", how="left", maintain_order="left")
+        .with_columns(task_node.alias("_task_node"))
         .with_columns(rank.alias("rank"))
         .with_columns(
-            pl.when(pl.col("_single")).then(0).when(pl.col("slot").is_not_null()).then(pl.col("slot"))
-            .when((per_node > 0) & (index >= 0)).then(index).alias("_i")
+            pl.when(pl.col("_single")).then(0).when(pl.col("_task_node").is_not_null()).then(pl.col("_task_node"))
+            .when((procs > 0) & (index >= 0)).then(index).alias("_i")
         )
         .join(slots, on=["_a", "_i"], how="left", maintain_order="left")
-        .select("ts", "ts_source", "attempt_id", pl.coalesce("node", "_node").alias("node"),
+        .join(srun_task_nodes(obs), on=["file", "slot"], how="left", maintain_order="left")
+        # srun's node must be one of the attempt's (a report copied from another job's output
+        # moves nothing).
+        .join(slots.select("_a", pl.col("_node").alias("_srun_node"), pl.lit(True).alias("_srun_ok")),
+              on=["_a", "_srun_node"], how="left", maintain_order="left")
+        .select("ts", "ts_source", "attempt_id",
+                pl.coalesce("node", pl.when(pl.col("_srun_ok")).then(pl.col("_srun_node")), "_node").alias("node"),
                 pl.col("rank").cast(pl.Int32))
     )
     return obs.with_columns(tied.get_columns())
+
+
+SRUN_TASKS = r"^srun: error: ([A-Za-z0-9][A-Za-z0-9._-]*): tasks? ([0-9][0-9,-]*): "
+"""srun's report of tasks that ended badly, naming their node (``srun: error: nid01934:
+tasks 2,4-5,7: Terminated``): group 1 the node, group 2 the task ids."""
+
+
+def srun_task_nodes(obs: pl.DataFrame) -> pl.DataFrame:
+    """``file``, ``slot`` and ``_srun_node``: the node srun itself says each task of a job
+    output ran on (:data:`SRUN_TASKS`). It wins over the block distribution, which needs
+    the tasks per node, and the failing tasks are those whose lines matter most."""
+    reports = obs.filter(pl.col("program") == "srun").select(
+        "file", pl.col("message").str.extract_groups(SRUN_TASKS).alias("_g")
+    ).unnest("_g").drop_nulls("1")
+    ranges = reports.select(
+        "file", short_host(pl.col("1")).alias("_srun_node"), pl.col("2").str.split(",").alias("_piece"),
+    ).explode("_piece").with_columns(
+        pl.col("_piece").str.extract(r"^([0-9]+)", 1).cast(pl.Int32, strict=False).alias("_lo"),
+        pl.coalesce(pl.col("_piece").str.extract(r"-([0-9]+)$", 1), pl.col("_piece").str.extract(r"^([0-9]+)", 1))
+        .cast(pl.Int32, strict=False).alias("_hi"),
+    ).drop_nulls(["_lo", "_hi"])
+    return (
+        ranges.select("file", "_srun_node", pl.int_ranges("_lo", pl.col("_hi") + 1, dtype=pl.Int32).alias("slot"))
+        .explode("slot")
+        .unique(["file", "slot"], keep="first", maintain_order=True)
+    )
 
 
 YEAR_SLACK = timedelta(days=1)

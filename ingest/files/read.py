@@ -167,6 +167,7 @@ def read_log_file(
 
 
 def untied_ranks(observations: pl.DataFrame) -> pl.DataFrame:
-    """Ranks of lines tied to no attempt: a local rank is the best guess of the global one
-    (right for a one-node job, the usual case of a file read alone)."""
-    return observations.with_columns(pl.coalesce("rank", "local_rank").alias("rank"))
+    """Ranks of lines tied to no attempt: a local rank, or else a Slurm task id, is the
+    best guess of the global one (right for a one-node job, the usual case of a file read
+    alone)."""
+    return observations.with_columns(pl.coalesce("rank", "local_rank", "slot").alias("rank"))

@@ -1,0 +1,53 @@
+"""Node events the kernel attributes to another Slurm job are context for this attempt.
+
+On a shared node (jobs that each hold some of its GPUs, cores and memory) the kernel's
+lines concern every job's processes. Some name the job outright: the OOM killer's summary
+gives the victim's memory cgroup, which Slurm names after the job
+(``task_memcg=/slurm/uid_1187/job_4410622/step_0/task_0`` under cgroup v1,
+``/system.slice/slurmstepd.scope/job_4410622/step_0/user/task_0`` under v2), captured as
+``job``. A kill of another job's process is that job's failure, not this attempt's root,
+and so are the lines of the same kill that do not name the job: the victim line, the
+reaper's, names the same pid on the same node within :data:`SAME_KILL`.
+
+A Slurm attempt is its job's raw id (the ``<jobidraw>`` of ``slurm/<cluster>/<jobidraw>/<n>``,
+what the cgroup path holds, also for array tasks); other attempts, their ``job_id``.
+Contract: :mod:`engine.rules.python_rules`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+SAME_KILL = timedelta(minutes=1)
+"""How far apart the lines of one kill of one pid may be stamped."""
+
+
+def _param(name: str) -> pl.Expr:
+    """The string value of ``name`` in an event's params (JSON), null when absent."""
+    return pl.col("params").str.extract(rf'"{name}": ?"([^"]*)"', 1)
+
+
+def apply(events: pl.DataFrame, context) -> pl.DataFrame:
+    """Make the events of another job's processes (see the module docstring) ``context``."""
+    named = pl.col("params").str.contains('"job":', literal=True).fill_null(False)
+    if events.is_empty() or not events.select(named.any()).item():
+        return events
+    own = pl.coalesce(pl.col("attempt_id").str.extract(r"^slurm/[^/]+/([^/]+)/", 1), pl.col("job_id"))
+    rows = events.with_row_index("_row")
+    foreign = rows.filter(named).filter(_param("job") != own).select(
+        "_row", "attempt_id", "node", "ts", _param("pid").alias("_pid")
+    )
+    if foreign.is_empty():
+        return events
+    killed = foreign.drop_nulls("_pid").select("attempt_id", "node", "_pid", pl.col("ts").alias("_kill_ts"))
+    same_kill = (
+        rows.filter(pl.col("params").str.contains('"pid":', literal=True).fill_null(False))
+        .select("_row", "attempt_id", "node", "ts", _param("pid").alias("_pid"))
+        .join(killed, on=["attempt_id", "node", "_pid"])
+        .filter((pl.col("ts") - pl.col("_kill_ts")).abs() <= SAME_KILL)
+    )
+    demoted = pl.concat([foreign["_row"], same_kill["_row"]]).unique()
+    role = rows["role"].scatter(demoted, "context")
+    return events.with_columns(role)
