@@ -23,6 +23,10 @@ Lines are free text behind optional prefixes, peeled off in this order:
    pid=406) ``);
 4. NCCL's ``host:pid:tid [dev] `` (host → ``node``, program ``nccl``).
 
+NVIDIA's fabric manager log stamps each line ``[Oct 31 2023 21:11:20] [ERROR] [tid 527118]
+…`` (the node's wall clock, with a year): that stamp is the line's time and is cut off the
+message.
+
 slurmstepd's cancellation banner (``*** JOB 867816 ON c0700a-s1 CANCELLED AT
 2021-05-11T12:06:17 DUE TO TIME LIMIT ***``) carries its own time, the node's wall clock
 without a zone: a banner with no prefix stamp takes that time instead of inheriting the
@@ -70,6 +74,8 @@ SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[[0-9]+\])?: "
 CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\b"
 """slurmstepd's banner (``*** STEP 1003.0 ON gpu007 CANCELLED AT 2026-11-28T12:20:41 ***``;
 older Slurm prints the host at the end); group 1 is its time."""
+FABRIC_MANAGER_STAMP = r"^\[([A-Z][a-z]{2} [0-9]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})\] "
+"""The fabric manager's ``[Oct 31 2023 21:11:20] `` stamp (group 1), at the start of a line."""
 PREFIXES = f"(?:{LABEL}|{MPI_TAG}|{PDSH_HOST})?(?:{LAUNCHER})?(?:{PROCESS})?(?:{STAMP})?(?:{NCCL_HOST})?"
 """Every prefix in one regex: each optional part is taken whenever it matches where the
 previous one ended, as peeling them one by one would, but the line is scanned once and
@@ -92,12 +98,22 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         ).alias("_rest"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_yearless_ts"))
-    # Only lines holding the banner's words reach its regex (the others as null).
+    # Only lines holding the banner's words reach its regex (the others as null), and only
+    # lines opening with "[" the fabric manager's stamp.
     banner = pl.when(pl.col("_message").str.contains("CANCELLED AT", literal=True)).then(pl.col("_message"))
     banner_ts = local_stamps(banner.str.extract(CANCELLED_AT, 1), "%Y-%m-%dT%H:%M:%S", ctx.timezone)
+    bracketed = pl.when(pl.col("_message").str.starts_with("[")).then(pl.col("_message"))
+    frame = frame.with_columns(bracketed.str.extract(FABRIC_MANAGER_STAMP, 1).alias("_fm_stamp"))
+    fm_ts = local_stamps(pl.col("_fm_stamp"), "%b %d %Y %H:%M:%S", ctx.timezone)
+    if frame["_fm_stamp"].is_not_null().any():  # most batches hold none: no copy of every message
+        frame = frame.with_columns(
+            pl.when(pl.col("_fm_stamp").is_not_null())
+            .then(pl.col("_message").str.slice(pl.col("_fm_stamp").str.len_bytes() + 3))
+            .otherwise(pl.col("_message")).alias("_message")
+        )
     # A column, not an expression: the reason reads it too, and would parse every stamp again.
     frame = frame.with_columns(
-        pl.coalesce(pl.col("_yearless_ts"), parse_iso(pl.col("iso"), ctx.timezone), banner_ts).alias("ts")
+        pl.coalesce(pl.col("_yearless_ts"), parse_iso(pl.col("iso"), ctx.timezone), fm_ts, banner_ts).alias("ts")
     )
     ts = pl.col("ts")
     message = pl.col("_message")
