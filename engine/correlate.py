@@ -347,7 +347,9 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     stamp) cannot have hung it: the job was already stuck (rank 0 still tokenising, a deadlock),
     and a link that flapped thirteen minutes into the wait is ``context``. The stuck rank is
     then named by the python rules (``straggler.py``). A workload root printed late stays:
-    it may report the stall itself (``DataLoader timed out after 300 seconds``)."""
+    it may report the stall itself (``DataLoader timed out after 300 seconds``). A report of
+    how long the fault had lasted when it was printed (a CPU "stuck for 74s") dates it by
+    its onset (:func:`_onset`)."""
     if events.is_empty():
         return events
     # Narrow frames: only a few rows report a timeout, and only root candidates can move.
@@ -361,13 +363,26 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     )
     if hung.is_empty():
         return events
+    candidate = (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE)
     late = (
-        events.select("attempt_id", "ts", candidate=(pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE))
+        events.select("attempt_id", _onset().alias("_onset"), candidate=candidate)
         .join(hung, on="attempt_id", how="left", maintain_order="left")
-        .select(pl.col("candidate") & (pl.col("ts") > pl.col("_hung") + HANG_MARGIN).fill_null(False))
+        .select(pl.col("candidate") & (pl.col("_onset") > pl.col("_hung") + HANG_MARGIN).fill_null(False))
         .to_series()
     )
     return _to_context(events, late)
+
+
+STUCK_S = r'"stuck_s": ?"?([0-9]+)'
+"""The ``stuck_s`` value of a params JSON object (a soft lockup's "stuck for 74s"), as group 1."""
+
+
+def _onset() -> pl.Expr:
+    """When an event's fault began: its stamp, less the time a report says the fault had
+    lasted by then (``stuck_s``: the kernel reports a CPU stuck for 74 s when it has been
+    stuck that long)."""
+    stuck = pl.col("params").str.extract(STUCK_S, 1).cast(pl.Int64, strict=False).fill_null(0)
+    return pl.col("ts") - pl.duration(seconds=stuck)
 
 
 def _to_context(events: pl.DataFrame, mask: pl.Series) -> pl.DataFrame:

@@ -265,7 +265,10 @@ def decide(
         .join(coverage, on="attempt_id", how="left")
         .with_columns(
             failed=pl.col("state").is_in(FAILED_STATES),
-            has_root=pl.col("root_event_id").is_not_null(),
+            # A root that is only the scheduler's own teardown (a requeue or cancel banner)
+            # of an attempt Slurm recorded as lost to its node yields to that state.
+            has_root=pl.col("root_event_id").is_not_null()
+            & ~((pl.col("domain") == "scheduler") & pl.col("state_domain").is_in(INFRASTRUCTURE)).fill_null(False),
             has_fallback=pl.col("state_cause").is_not_null(),
             ambiguous=pl.col("alternatives").list.len().fill_null(0) > 0,
             # A linked symptom, the scheduler saying the same thing, or the scheduler losing

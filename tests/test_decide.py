@@ -160,6 +160,20 @@ def test_state_fallback_and_corroboration():
     assert (v["nf"]["culprit_nodes"], v["t"]["culprit_nodes"]) == (["n1"], [])
 
 
+def test_a_requeue_banner_yields_to_the_node_failure_slurm_recorded():
+    """Slurm requeued both attempts; one it recorded as lost to its node (NODE_FAIL): the
+    banner of the requeue is the root of the other only."""
+    att = attempts({"attempt_id": "nf", "state": "node_fail", "raw_state": "NODE_FAIL"},
+                   {"attempt_id": "rq", "state": "preempted", "raw_state": "REQUEUED"})
+    banner = {"event": "scheduler.requeued", "domain": "scheduler", "cause": "scheduler.requeued", "source": "app"}
+    ev = events(banner | {"attempt_id": "nf", "ts": at(50)}, banner | {"attempt_id": "rq", "ts": at(50), "origin": "b:1"})
+    v, _ = verdict(att, ev, p=pack(state=(*STATE_RULES, StateRule(
+        kind="state", id="state.preempted", title="t", states=["preempted"], event="preempted", domain="scheduler",
+        cause="scheduler.preempted"))))
+    assert (v["nf"]["cause"], v["nf"]["culprit_nodes"]) == ("host.node_failure", ["n1"])
+    assert v["rq"]["cause"] == "scheduler.requeued"
+
+
 def test_a_lost_attempt_of_several_nodes_names_none_of_them_without_a_line():
     att = attempts({"attempt_id": "nf", "state": "node_fail", "raw_state": "NODE_FAIL", "nodes": ["n1", "n2"], "n_nodes": 2})
     v, _ = verdict(att, events({"attempt_id": "other", "ts": at(0)}).head(0))
@@ -257,6 +271,28 @@ def test_a_link_that_flapped_while_the_collective_hung_stays_the_root():
     )
     v, _ = verdict(att, ev)
     assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
+
+
+def test_a_cpu_stuck_for_a_while_dates_its_stall_by_its_onset():
+    """The collective hung at 10 min (the watchdog fired 600 s later); the first soft
+    lockup report over a minute is stamped 78 s after that, but says the CPU had been stuck
+    for 74 s: it began within the hang's margin and stays the root. Reported without its
+    duration, the same stamp is too late."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1"], "end_ts": at(30)},
+                   {"attempt_id": "b", "nodes": ["n2"], "end_ts": at(30)})
+    ev = events(*(
+        e for node, attempt, params in (("n1", "a", '{"stuck_s":"74"}'), ("n2", "b", "{}"))
+        for e in (
+            {"node": node, "event": "host.soft_lockup", "domain": "host", "cause": "host.cpu_stall", "ts": at(11.3),
+             "params": params, "origin": f"{node}:1"},
+            {"node": node, "attempt_id": attempt, "source": "app", "event": "nccl_timeout", "role": "cascade",
+             "domain": "network", "cause": "network.collective_timeout", "ts": at(20), "origin": f"{attempt}.out:5",
+             "params": '{"timeout_ms":"600000"}'},
+        )
+    ))
+    v, _ = verdict(att, ev)
+    assert (v["a"]["cause"], v["a"]["culprit_nodes"]) == ("host.cpu_stall", ["n1"])
+    assert v["b"]["domain"] == "unknown"
 
 
 def test_an_unstamped_watchdog_line_dates_the_hang_by_the_latest_moment_it_was_printed():
