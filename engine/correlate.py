@@ -16,6 +16,7 @@ import polars as pl
 from engine.config import EngineConfig
 from engine.decide import INFRASTRUCTURE
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
+from engine.rules.python_rules import attempt_job_id, new_events, param
 
 ATTEMPT_COLUMNS = ["attempt_id", "cluster", "job_id", "user", "state", "start_ts", "end_ts"]
 """Attempt columns carried on every correlated event (what python rules may rely on)."""
@@ -57,11 +58,79 @@ def attach_events(
     # One chunk: every later sort, join and filter gathers rows of this wide frame, and a
     # gather over several chunks costs several times more.
     attached = pl.concat([on_nodes.select(columns), app_events.select(columns)], rechunk=True)
+    skew = timedelta(seconds=config.seconds("clock_skew"))
     return (
-        add_time_bounds(attached, timedelta(seconds=config.seconds("clock_skew")))
+        add_time_bounds(correct_clock_offsets(attached, skew), skew)
         .with_columns(pl.lit(None, dtype=pl.String).alias("caused_by"))
         .sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
     )
+
+
+STEP_LAUNCH_EVENT = "scheduler.step_launch"
+"""slurmd's launch of a step's tasks on its node (``scheduler.slurmd_step_launch``)."""
+CLOCK_OFFSET_RULE = "clock_offset"
+"""The rule id of the context events that say a node's lines were moved by its offset."""
+MIN_PEERS = 3
+"""Nodes that must report launching one step before their median says whose clock is off."""
+
+
+def correct_clock_offsets(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
+    """Move the events of a node whose clock runs ahead or behind its peers' back onto
+    theirs, per attempt.
+
+    slurmd starts a step's tasks on every node of the step within a second: the stamps of
+    its launch lines (:data:`STEP_LAUNCH_EVENT`) for one step of the attempt's own job,
+    from at least :data:`MIN_PEERS` nodes, agree but for the node clocks. A node whose
+    launch stamp is further than ``skew`` from the median of them runs that far off, and
+    every event of the attempt on that node (its kernel's lines, and the job's lines its
+    ranks printed, by the same clock) moves by that much: an XID 79 stamped four minutes
+    after the job ended by a clock four minutes ahead is the job's root after all. The step
+    reported by most nodes decides (the first of those). Each moved node gets a context
+    event saying by how much, in the evidence.
+    """
+    launch = (pl.col("event") == STEP_LAUNCH_EVENT) & (param("job") == attempt_job_id()).fill_null(False)
+    launches = (
+        events.filter(launch & pl.col("node").is_not_null())
+        .group_by("attempt_id", param("step").alias("_step"), "node")
+        .agg(pl.col("ts").min().alias("_launch"), pl.col("origin").sort_by("ts").first(),
+             pl.col("source").sort_by("ts").first())
+    )
+    if launches.is_empty():
+        return events
+    steps = (
+        launches.group_by("attempt_id", "_step")
+        .agg(pl.len().alias("_peers"), pl.col("_launch").median().alias("_median"))
+        .filter(pl.col("_peers") >= MIN_PEERS)
+        .sort("attempt_id", "_peers", "_step", descending=[False, True, False])
+        .unique("attempt_id", keep="first", maintain_order=True)
+    )
+    offsets = (
+        launches.join(steps, on=["attempt_id", "_step"])
+        .with_columns((pl.col("_launch") - pl.col("_median")).alias("_offset"))
+        .filter(pl.col("_offset").abs() > skew)
+    )
+    if offsets.is_empty():
+        return events
+    moved = events.join(offsets.select("attempt_id", "node", "_offset"), on=["attempt_id", "node"], how="left",
+                        maintain_order="left")
+    shift = pl.col("_offset").fill_null(timedelta(0))
+    moved = moved.with_columns((pl.col("ts") - shift).alias("ts"), (pl.col("last_ts") - shift).alias("last_ts")).drop("_offset")
+    seconds = pl.col("_offset").dt.total_milliseconds() / 1000
+    notes = offsets.join(events.select(ATTEMPT_COLUMNS).unique("attempt_id"), on="attempt_id").select(
+        *ATTEMPT_COLUMNS, "node", "origin", pl.col("_median").alias("ts"),
+        pl.format(
+            "clock of {} runs {} s {} its peers' (slurmd launched step {} there at {}, elsewhere at {}): its lines "
+            "are moved by that much", pl.col("node"), seconds.abs().round(1),
+            pl.when(seconds > 0).then(pl.lit("ahead of")).otherwise(pl.lit("behind")), pl.col("_step"),
+            pl.col("_launch").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ"), pl.col("_median").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ"),
+        ).alias("message"),
+        pl.concat_str([pl.lit('{"offset_s":"'), seconds.round(3).cast(pl.String), pl.lit('","step":"'), pl.col("_step"),
+                       pl.lit('"}')]).alias("params"),
+        "source",
+        pl.lit("line").alias("ts_source"),
+    )
+    return pl.concat([moved, new_events(notes, moved, rule_id=CLOCK_OFFSET_RULE, event="host.clock_offset",
+                                        domain="host", cause="host.clock_offset", role="context", action="none")])
 
 
 WINDOW_BUCKET = "1d"

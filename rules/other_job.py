@@ -9,9 +9,7 @@ gives the victim's memory cgroup, which Slurm names after the job
 and so are the lines of the same kill that do not name the job: the victim line, the
 reaper's, names the same pid on the same node within :data:`SAME_KILL`.
 
-A Slurm attempt is its job's raw id (the ``<jobidraw>`` of ``slurm/<cluster>/<jobidraw>/<n>``,
-what the cgroup path holds, also for array tasks); other attempts, their ``job_id``.
-Contract: :mod:`engine.rules.python_rules`.
+An attempt's own job id is :func:`engine.rules.python_rules.attempt_job_id`. Contract: :mod:`engine.rules.python_rules`.
 """
 
 from __future__ import annotations
@@ -20,13 +18,10 @@ from datetime import timedelta
 
 import polars as pl
 
+from engine.rules.python_rules import attempt_job_id, param
+
 SAME_KILL = timedelta(minutes=1)
 """How far apart the lines of one kill of one pid may be stamped."""
-
-
-def _param(name: str) -> pl.Expr:
-    """The string value of ``name`` in an event's params (JSON), null when absent."""
-    return pl.col("params").str.extract(rf'"{name}": ?"([^"]*)"', 1)
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
@@ -34,17 +29,16 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     named = pl.col("params").str.contains('"job":', literal=True).fill_null(False)
     if events.is_empty() or not events.select(named.any()).item():
         return events
-    own = pl.coalesce(pl.col("attempt_id").str.extract(r"^slurm/[^/]+/([^/]+)/", 1), pl.col("job_id"))
     rows = events.with_row_index("_row")
-    foreign = rows.filter(named).filter(_param("job") != own).select(
-        "_row", "attempt_id", "node", "ts", _param("pid").alias("_pid")
+    foreign = rows.filter(named).filter(param("job") != attempt_job_id()).select(
+        "_row", "attempt_id", "node", "ts", param("pid").alias("_pid")
     )
     if foreign.is_empty():
         return events
     killed = foreign.drop_nulls("_pid").select("attempt_id", "node", "_pid", pl.col("ts").alias("_kill_ts"))
     same_kill = (
         rows.filter(pl.col("params").str.contains('"pid":', literal=True).fill_null(False))
-        .select("_row", "attempt_id", "node", "ts", _param("pid").alias("_pid"))
+        .select("_row", "attempt_id", "node", "ts", param("pid").alias("_pid"))
         .join(killed, on=["attempt_id", "node", "_pid"])
         .filter((pl.col("ts") - pl.col("_kill_ts")).abs() <= SAME_KILL)
     )

@@ -135,6 +135,18 @@ def declared_causes(apply: ApplyFn) -> tuple[Cause, ...]:
     return causes
 
 
+def attempt_job_id() -> pl.Expr:
+    """The job id an attempt's own lines name: a Slurm attempt's raw job id (the
+    ``<jobidraw>`` of ``slurm/<cluster>/<jobidraw>/<n>``, what slurmd's and the kernel's
+    cgroup lines print, array tasks included), any other attempt's ``job_id``."""
+    return pl.coalesce(pl.col("attempt_id").str.extract(r"^slurm/[^/]+/([^/]+)/", 1), pl.col("job_id"))
+
+
+def param(name: str) -> pl.Expr:
+    """The string value of ``name`` in an event's ``params`` (JSON), null where absent."""
+    return pl.col("params").str.extract(rf'"{name}": ?"([^"]*)"', 1)
+
+
 def rooted_attempts(events: pl.DataFrame) -> pl.DataFrame:
     """``attempt_id`` of every attempt with a root candidate among ``events``: the ones a
     rule that only infers a root from what is missing leaves alone."""

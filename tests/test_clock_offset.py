@@ -1,0 +1,46 @@
+"""A node whose clock runs ahead, end to end: slurmd's launch lines of the job's step on
+its nodes (real Slurm 22.05 format) show the node's offset, its lines move back onto its
+peers' clock, and its XID 79 — stamped after the job ended by the node's own clock — is the
+root the job's CUDA error confirms. Landed through the Slurm connector and the files
+landing, attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from tests.end_to_end import XID_79, role_of, syslog, verdicts_by_job
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+900|900|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[1-4]|gres/gpu=32,node=4
+"""
+# Recorded from the suite's real Slurm 22.05 slurmd (tests/slurm_lab.py), job id and port changed.
+LAUNCH = "slurmd[4630]: slurmd: launch task StepId=900.0 request from UID:20001 GID:20001 HOST:10.48.0.81 PORT:39090"
+# pytorch/pytorch#49832
+LAUNCH_FAILURE = "RuntimeError: CUDA error: unspecified launch failure"
+
+
+def test_a_node_clock_running_ahead_is_corrected_by_its_step_launch(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for node in ("n1", "n2", "n3"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:00:05", LAUNCH)))
+    # n4's clock runs 250 s ahead: it stamps the launch at 10:04:15 and its XID at 10:33:20.
+    (logs / "n4.log").write_text(syslog("n4", ("10:04:15", LAUNCH), ("10:33:20", f"kernel: {XID_79}")))
+    (logs / "slurm-900.out").write_text(f"30: [2026-11-20 10:33:21,000] {LAUNCH_FAILURE}\n")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n4"])
+    assert v["first_fault_ts"].isoformat() == "2026-11-20T10:29:10+00:00"
+    assert role_of(v, "cuda.unspecified_launch_failure") == "confirmation"
+    note = next(e for e in v["evidence"] if e["rule_id"] == "clock_offset")
+    assert note["node"] == "n4" and "250.0 s ahead of" in note["message"]
+
+
+def test_nodes_within_the_clock_skew_keep_their_stamps(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for node, clock in (("n1", "10:00:05"), ("n2", "10:00:06"), ("n3", "10:00:05"), ("n4", "10:00:08")):
+        (logs / f"{node}.log").write_text(syslog(node, (clock, LAUNCH)))
+    (logs / "n4.log").write_text(syslog("n4", ("10:00:08", LAUNCH), ("10:20:00", f"kernel: {XID_79}")))
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
+    assert v["first_fault_ts"].isoformat() == "2026-11-20T10:20:00+00:00"
+    assert not [e for e in v["evidence"] if e["rule_id"] == "clock_offset"]
