@@ -82,11 +82,13 @@ def correct_clock_offsets(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame
     its launch lines (:data:`STEP_LAUNCH_EVENT`) for one step of the attempt's own job,
     from at least :data:`MIN_PEERS` nodes, agree but for the node clocks. A node whose
     launch stamp is further than ``skew`` from the median of them runs that far off, and
-    every event of the attempt on that node (its kernel's lines, and the job's lines its
-    ranks printed, by the same clock) moves by that much: an XID 79 stamped four minutes
-    after the job ended by a clock four minutes ahead is the job's root after all. The step
+    the attempt's events from that node's own logs (its kernel's and daemons' lines, which
+    the same syslog clock stamped) move by that much: an XID 79 stamped four minutes after
+    the job ended by a clock four minutes ahead is the job's root after all. The job's own
+    output stays as stamped: its lines reach the file by other paths (a rank's logging, a
+    container's clock), and the decision already allows for their spread. The step
     reported by most nodes decides (the first of those). Each moved node gets a context
-    event saying by how much, in the evidence.
+    event saying by how much, in the evidence; the launch lines themselves leave it.
     """
     launch = (pl.col("event") == STEP_LAUNCH_EVENT) & (param("job") == attempt_job_id()).fill_null(False)
     launches = (
@@ -96,7 +98,7 @@ def correct_clock_offsets(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame
              pl.col("source").sort_by("ts").first())
     )
     if launches.is_empty():
-        return events
+        return events.filter(pl.col("event") != STEP_LAUNCH_EVENT)
     steps = (
         launches.group_by("attempt_id", "_step")
         .agg(pl.len().alias("_peers"), pl.col("_launch").median().alias("_median"))
@@ -109,11 +111,13 @@ def correct_clock_offsets(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame
         .with_columns((pl.col("_launch") - pl.col("_median")).alias("_offset"))
         .filter(pl.col("_offset").abs() > skew)
     )
+    # The launch lines have served: in the evidence they would crowd out what matters.
+    events = events.filter(pl.col("event") != STEP_LAUNCH_EVENT)
     if offsets.is_empty():
         return events
     moved = events.join(offsets.select("attempt_id", "node", "_offset"), on=["attempt_id", "node"], how="left",
                         maintain_order="left")
-    shift = pl.col("_offset").fill_null(timedelta(0))
+    shift = pl.when(pl.col("source") != "app").then(pl.col("_offset")).fill_null(timedelta(0))
     moved = moved.with_columns((pl.col("ts") - shift).alias("ts"), (pl.col("last_ts") - shift).alias("last_ts")).drop("_offset")
     seconds = pl.col("_offset").dt.total_milliseconds() / 1000
     notes = offsets.join(events.select(ATTEMPT_COLUMNS).unique("attempt_id"), on="attempt_id").select(

@@ -1,7 +1,7 @@
 """A node whose clock runs ahead, end to end: slurmd's launch lines of the job's step on
-its nodes (real Slurm 22.05 format) show the node's offset, its lines move back onto its
-peers' clock, and its XID 79 — stamped after the job ended by the node's own clock — is the
-root the job's CUDA error confirms. Landed through the Slurm connector and the files
+its nodes (real Slurm 22.05 format) show the node's offset, its log's lines move back onto
+its peers' clock, and its XID 79 — stamped after the job ended by the node's own clock —
+is the root the job's CUDA error confirms. Landed through the Slurm connector and the files
 landing, attributed by a run."""
 
 from __future__ import annotations

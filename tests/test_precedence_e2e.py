@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import date
 
+from engine.run import landing_lake
+from ingest.files import land_log_files
 from tests.end_to_end import role_of, syslog, verdicts_by_job
 
 # The NVSwitch driver's fatal form, "<SXid>, Fatal, Link <n> <what>": as NVIDIA/nvtrust#124
@@ -22,7 +24,12 @@ LAUNCH_FAILURE = "RuntimeError: CUDA error: unspecified launch failure"
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 700|700|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n1|gres/gpu=8,node=1
 701|701|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n2|gres/gpu=8,node=1
+702|702|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n3|gres/gpu=8,node=1
 """
+# NVIDIA/NVSentinel#155: an older driver's three-line report, here as `dmesg -T` prints it.
+FALLEN_OFF = ("[Fri Nov 20 10:20:33 2026] NVRM: The NVIDIA GPU 0000:90:00.0\n"
+              "                           NVRM: (PCI ID: 10de:20b2) installed in this system has\n"
+              "                           NVRM: fallen off the bus and is not responding to commands.\n")
 
 
 def test_a_fatal_nvswitch_error_outranks_the_cuda_error_it_caused(tmp_path):
@@ -43,4 +50,19 @@ def test_a_nics_failure_outranks_the_pcie_error_on_it(tmp_path):
     (logs / "slurm-701.out").write_text("[2026-11-20 10:10:00,000] step 100\n")
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["701"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.nic_hardware_fault", ["n2"])
+    assert v["quality"] != "ambiguous" and not v["alternatives"]
+
+
+def test_the_drivers_fallen_off_the_bus_report_outranks_an_unstamped_cuda_error(tmp_path):
+    """The CUDA error inherited the stamp of the iteration line before it, 43 s before the
+    driver's report: it may have been printed as late as the next stamped line, so it is the
+    report's symptom, not a rival root of the workload."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (tmp_path / "n3.dmesg").write_text(FALLEN_OFF)
+    (logs / "slurm-702.out").write_text(f"[2026-11-20 10:19:50,000] step 11000\n[rank5]: {LAUNCH_FAILURE}\n"
+                                        "[2026-11-20 10:20:40,000] Sending process 2363250 closing signal SIGTERM\n")
+    land_log_files(landing_lake(tmp_path / "lake"), [tmp_path / "n3.dmesg"], cluster="c1", source="kmsg", node="n3")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["702"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n3"])
     assert v["quality"] != "ambiguous" and not v["alternatives"]
