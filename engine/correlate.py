@@ -90,12 +90,15 @@ def correct_clock_offsets(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame
     reported by most nodes decides (the first of those). Each moved node gets a context
     event saying by how much, in the evidence; the launch lines themselves leave it.
     """
+    if not (events["event"] == STEP_LAUNCH_EVENT).any():  # no slurmd log collected: nothing to read or drop
+        return events
     launch = (pl.col("event") == STEP_LAUNCH_EVENT) & (param("job") == attempt_job_id()).fill_null(False)
     launches = (
-        events.filter(launch & pl.col("node").is_not_null())
+        events.lazy().filter(launch & pl.col("node").is_not_null())
         .group_by("attempt_id", param("step").alias("_step"), "node")
         .agg(pl.col("ts").min().alias("_launch"), pl.col("origin").sort_by("ts").first(),
              pl.col("source").sort_by("ts").first())
+        .collect()
     )
     if launches.is_empty():
         return events.filter(pl.col("event") != STEP_LAUNCH_EVENT)
@@ -246,18 +249,21 @@ def _pairs(
     """
     keys = SCOPE_KEYS[scope]
     in_time = (pl.col("ts") <= pl.col("end_ts") + skew).fill_null(True)
+    # Lazy: only the few columns read are gathered for the rows kept, never the wide rows.
     firsts = (
-        events.filter(selector_expr(first) & in_time)
+        events.lazy().filter(selector_expr(first) & in_time)
         .select(keys + [pl.col("event_id").alias("event_id_a"), pl.col("ts").alias("ts_a"),
                         pl.col("ts_hi").alias("ts_hi_a")])
         .drop_nulls(keys)
         .sort("ts_hi_a", "ts_a", "event_id_a")
+        .collect()
     )
     seconds = (
-        events.filter(selector_expr(second))
+        events.lazy().filter(selector_expr(second))
         .select(keys + ["_row", "event_id", "ts", "ts_hi", (pl.col("ts") - reach_back).alias("_from")])
         .drop_nulls(keys)
         .sort("_from")
+        .collect()
     )
     return (
         seconds.join_asof(firsts, left_on="_from", right_on="ts_hi_a", by=keys, strategy="forward",

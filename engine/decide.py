@@ -85,14 +85,19 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     # at once; the node's kernel stamped it later than the scheduler's end). Taken only
     # then, and never ``definitive``.
     late = pl.col("ts") > pl.col("end_ts") + skew
+    # Lazy: the candidates' few columns are gathered, never the wide rows (the log text).
     candidates = (
-        events.filter((pl.col("role") == "root_candidate") & (~late | pl.col("domain").is_in(INFRASTRUCTURE)))
+        events.lazy()
+        .filter((pl.col("role") == "root_candidate") & (~late | pl.col("domain").is_in(INFRASTRUCTURE)))
+        .select("_row", "attempt_id", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank", "domain",
+                "cause", "action", "rule_id", "event", "origin")
         .filter(~late | late.all().over("attempt_id"))
         .with_columns(
             pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
             pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"),
         )
         .sort(["attempt_id", "ts_hi", "ts", "_file", "_line", "node", "rule_id", "event_id"], nulls_last=True)
+        .collect()
     )
     first = candidates.group_by("attempt_id", maintain_order=True).first().select(
         "attempt_id",
@@ -129,10 +134,10 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     # as a root candidate or as context (a client that lost its session and got it back
     # still saw the service go).
     alone = naming.filter(names == "alone")
-    reports = events.filter(
+    reports = events.lazy().filter(
         pl.col("rule_id").is_in(alone["rule_id"].implode()) & pl.col("role").is_in(["root_candidate", "context"])
         & (pl.col("ts") <= pl.col("end_ts") + skew)
-    )
+    ).select("attempt_id", "rule_id", "event", "cause", "node").collect()
     shared = (
         reports.join(first.select("attempt_id", "root_cause"), on="attempt_id")
         .filter(pl.col("cause") == pl.col("root_cause"))
