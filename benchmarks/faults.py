@@ -21,8 +21,9 @@ class Scenario:
     ``state``/``exit`` are what sacct reports. ``node_root`` says the root line is in a
     node's kernel log (so that node must keep its syslog). ``min_nodes`` restricts the
     scenario to jobs that big. ``quality`` is the exact expected quality when the case is
-    defined by it (``ambiguous``, ``insufficient``), else None. ``p`` holds the per-attempt
-    probabilities for the ``single``, ``multi`` and ``large`` size classes.
+    defined by it (``ambiguous``, ``insufficient``), else None. ``also`` are causes that are
+    right too (their domains with them). ``p`` holds the per-attempt probabilities for the
+    ``single``, ``multi`` and ``large`` size classes.
     """
 
     name: str
@@ -67,10 +68,21 @@ CATALOG: tuple[Scenario, ...] = (
     Scenario("preempted", "scheduler", "scheduler.preempted", "PREEMPTED", "0:0", (0.010, 0.020, 0.030), culprit="none"),
     Scenario("cancelled", "scheduler", "scheduler.cancelled", "CANCELLED by {uid}", "0:0", (0.030, 0.030, 0.020), culprit="none"),
     # hard cases
+    # Two faults within the clock skew: either is a right root (the verdict must say ambiguous).
     Scenario("two_faults", "gpu", "gpu.fallen_off_bus", "FAILED", "1:0", (0, 0.003, 0.020), node_root=True, min_nodes=2,
-             quality="ambiguous"),
+             quality="ambiguous", also=("network.link_down", "network.transceiver_error", "network.port_module_event")),
     Scenario("fail_slow", "unknown", "unknown.symptoms_only", "FAILED", "1:0", (0.0005, 0.002, 0.010), quality="insufficient",
              culprit="none"),
+    # A GPU falls off the bus on a node whose clock runs minutes ahead: its XID is stamped
+    # long after the hang began, and only the node's slurmd launch stamp tells by how much.
+    Scenario("clock_ahead_xid", "gpu", "gpu.fallen_off_bus", "FAILED", "1:0", (0, 0.001, 0.005), node_root=True, min_nodes=4),
+    # On a node two jobs share, the kernel kills the other job's process for memory while
+    # this one dies of its own CUDA OOM.
+    Scenario("other_jobs_oom", "workload", "workload.cuda_oom", "FAILED", "1:0", (0.002, 0.001, 0), node_root=True),
+    # The management NIC's transmit queue times out and the driver resets it mid-job; the
+    # job trains on until its time limit.
+    Scenario("nic_reset_survived", "scheduler", "scheduler.time_limit", "TIMEOUT", "0:0", (0.002, 0.002, 0.002),
+             node_root=True, culprit="none"),
 )
 
 BY_NAME = {s.name: s for s in CATALOG}

@@ -126,6 +126,7 @@ def schedule(attempts: int, shape: FleetShape, rng: np.random.Generator) -> pl.D
         "old_nccl": rng.random(attempts) < 0.25, "torchrun": rng.random(attempts) < 0.5,
         "nccl_debug": rng.random(attempts) < 0.5, "pid_base": rng.integers(20_000, 60_000, attempts),
         "skew_s": rng.uniform(0.2, 0.9, attempts), "noise_u": rng.random(attempts),
+        "ahead_s": rng.uniform(120, 420, attempts),
         "user_id": rng.integers(1000, 1060, attempts),
     }).join(ln, on="lane", how="left").join(catalog_frame(), on="scenario_code", how="left")
     return _times(frame)
@@ -137,16 +138,16 @@ def _times(frame: pl.DataFrame) -> pl.DataFrame:
     user_error = pl.col("domain").is_in(["workload", "storage"]) & (pl.col("scenario") != "dataloader_stuck")
     fault_after = (
         pl.when(user_error).then(60 + pl.col("u") * pl.min_horizontal(planned * 0.3, 1800))
-        .when(pl.col("scenario") == "time_limit").then(planned)
+        .when(pl.col("scenario").is_in(["time_limit", "nic_reset_survived"])).then(planned)
         .otherwise(planned * (0.1 + 0.8 * pl.col("u")))
     )
     scenario = pl.col("scenario")
     tail = (
         pl.when(scenario == "success").then(5.0)
-        .when(scenario.is_in(["gpu_fallen_off_bus", "gsp_timeout", "fail_slow"])).then(pl.col("watchdog_s") + 35.0)
+        .when(scenario.is_in(["gpu_fallen_off_bus", "gsp_timeout", "fail_slow", "clock_ahead_xid"])).then(pl.col("watchdog_s") + 35.0)
         .when(scenario == "dataloader_stuck").then(pl.col("watchdog_s") + 35.0)
         .when(scenario.is_in(["kernel_panic", "node_failure"])).then(260.0)
-        .when(scenario.is_in(["time_limit", "preempted", "cancelled"])).then(2.0)
+        .when(scenario.is_in(["time_limit", "preempted", "cancelled", "nic_reset_survived"])).then(2.0)
         .otherwise(20.0)
     )
     frame = frame.with_columns(fault_after.alias("fault_after_s"), tail.alias("tail_s"))

@@ -105,6 +105,7 @@ def common(att: pl.DataFrame) -> list[pl.DataFrame]:
                   nccl_prefix(), pl.col("rank").cast(pl.String).str.pad_start(6, "0"), "rank", pl.col("n_nodes") * 8,
                   "local", "local", gpu_pci(pl.col("local")).str.slice(5, 2), pl.col("job_id").str.pad_start(16, "a")),
     ], rank=pl.col("rank"))
+    out.append(slurmd_launch(att))
     out.append(frame(att, "app", pl.col("start_ts") + secs(5), pl.when(pl.col("old_nccl"))
                      .then(pl.lit("NCCL version 2.18.5+cuda12.2")).otherwise(pl.lit("NCCL version 2.21.5+cuda12.4")),
                      rank=pl.lit(0), seq=9))
@@ -122,6 +123,20 @@ def common(att: pl.DataFrame) -> list[pl.DataFrame]:
         ts.dt.strftime("%Y-%m-%d %H:%M:%S"), step.cast(pl.String).str.pad_start(8), (step * 512).cast(pl.String).str.pad_start(12),
         (3100 * slow).round(1), (7.3 - pl.col("_i") * 0.01).round(6)), rank=pl.col("n_nodes") * 8 - 1))
     return out
+
+
+def slurmd_launch(att: pl.DataFrame) -> pl.DataFrame:
+    """slurmd's launch of step 0 on every node of each attempt (Slurm 20.11+ syslog form),
+    within a few milliseconds of each other; the culprit node of ``clock_ahead_xid`` stamps
+    it by its clock, ``ahead_s`` ahead."""
+    nodes = att.with_columns(pl.int_ranges(0, pl.col("n_nodes"), dtype=pl.Int32).alias("node_idx")).explode("node_idx")
+    ahead = pl.when((pl.col("scenario") == "clock_ahead_xid") & (pl.col("node_idx") == pl.col("culprit_idx")))
+    t = pl.col("start_ts") + secs(1.6 + pl.col("node_idx") * 0.0031 + ahead.then(pl.col("ahead_s")).otherwise(0.0))
+    batch = pl.col("first") + 1
+    return frame(nodes, "node", t, fmt(
+        "slurmd[{}]: launch task StepId={}.0 request from UID:{} GID:{} HOST:10.10.{}.{} PORT:{}",
+        3000 + (pl.col("first") + pl.col("node_idx")) % 2000, "job_id", "user_id", "user_id", batch // 256, batch % 256,
+        30000 + pl.col("node_idx")), node=host(pl.col("first") + pl.col("node_idx")))
 
 
 def megatron_startup(att: pl.DataFrame) -> list[pl.DataFrame]:
@@ -350,7 +365,8 @@ def scenario_lines(att: pl.DataFrame) -> list[pl.DataFrame]:
     df = get("dataloader_stuck")
     out += traceback(df, t0 + secs(300), "RuntimeError: DataLoader timed out after 300 seconds", (
         '  File "/workspace/train.py", line 377, in main', "    batch = next(loader_iter)")) + watchdog(df)
-    for name, why in (("time_limit", " DUE TO TIME LIMIT"), ("preempted", " DUE TO PREEMPTION"), ("cancelled", "")):
+    for name, why in (("time_limit", " DUE TO TIME LIMIT"), ("preempted", " DUE TO PREEMPTION"), ("cancelled", ""),
+                      ("nic_reset_survived", " DUE TO TIME LIMIT")):
         df = get(name)
         at = pl.col("end_ts") - secs(2)
         stamp = at.dt.strftime("%Y-%m-%dT%H:%M:%S")
@@ -359,6 +375,34 @@ def scenario_lines(att: pl.DataFrame) -> list[pl.DataFrame]:
             "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
             fmt(f"slurmstepd: error: *** STEP {{}}.0 ON {{}} CANCELLED AT {{}}{why} ***", "job_id", host(pl.col("first")), stamp),
         ])
+    df = get("clock_ahead_xid")
+    ahead = t0 + secs(pl.col("ahead_s"))
+    out += xid79(df, ahead, culprit) + watchdog(df)
+    out += [frame(df, "node", ahead + secs(pl.col("watchdog_s") + 1 + g * 0.011), fmt(
+        "kernel: NVRM: Xid ({}): 45, pid={}, name=python, Ch 00000008", gpu_pci(pl.lit(g)), pl.col("pid_base") + 2 * g), node=culprit)
+        for g in range(8)]
+    df = get("other_jobs_oom")
+    other, victim = (pl.col("job_id").cast(pl.Int64) + 500_000).cast(pl.String), pl.col("pid_base") + 40_000
+    out += texts(df, "node", t0 - secs(90), [
+        "kernel: python3 invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP), order=0, oom_score_adj=0",
+        fmt("kernel: oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0-1,global_oom,"
+            "task_memcg=/system.slice/slurmstepd.scope/job_{}/step_0/user/task_0,task=python3,pid={},uid={}", other, victim,
+            pl.col("user_id") + 100),
+        fmt("kernel: Out of memory: Killed process {} (python3) total-vm:991288804kB, anon-rss:942331904kB, file-rss:71232kB, "
+            "shmem-rss:0kB, UID:{} pgtables:1906544kB oom_score_adj:0", victim, pl.col("user_id") + 100),
+    ], node=culprit)
+    out += traceback(df, t0, fmt(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.50 GiB. GPU {} has a total capacity of 79.10 GiB of which 1.12 GiB is free. "
+        "Including non-PyTorch memory, this process has 77.97 GiB memory in use.", pl.col("culprit_gpu"))) + step_killed(df)
+    df = get("nic_reset_survived")
+    mid = pl.col("start_ts") + secs(pl.col("fault_after_s") / 2)
+    out += texts(df, "node", mid, [
+        "kernel: ixgbe 0000:01:00.0 eno1: NETDEV WATCHDOG: CPU: 3: transmit queue 3 timed out 5250 ms",
+        "kernel: ixgbe 0000:01:00.0 eno1: initiating reset due to tx timeout",
+        "kernel: ixgbe 0000:01:00.0 eno1: Reset adapter",
+    ], node=culprit)
+    out += texts(df, "node", mid + secs(4.2), ["kernel: ixgbe 0000:01:00.0 eno1: NIC Link is Up 10 Gbps, Flow Control: RX/TX"],
+                 node=culprit)
     df = get("two_faults")
     out += xid79(df, t0, culprit) + link_down(df, t0 + secs(pl.col("skew_s")), pl.col("second_node"))
     out += ib_errors(df, pl.col("second_idx"), 8.0) + step_killed(df)

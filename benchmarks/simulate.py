@@ -66,22 +66,29 @@ def _skew(node: pl.Expr) -> pl.Expr:
 
 def _app_lines(att: pl.DataFrame, app: pl.DataFrame) -> pl.Series:
     """The printed line of each ``app`` row (its attempt is row ``a - a[0]`` of ``att``),
-    newline ended: srun --label (task id padded to the width of the largest one) or
-    torchrun --tee (``[defaultN]:``, single-node jobs) before ranked lines, nothing before
-    launcher lines. The prefix pieces are built per attempt and gathered per line."""
-    torch = pl.col("torchrun") & (pl.col("n_nodes") == 1)
+    newline ended, as its launcher prefixes it: ``srun --label`` with a task per rank (the
+    task id padded to the width of the largest one), torchrun ``--tee`` on one node
+    (``[defaultN]:``), or ``srun --label`` with one torchrun per node (``3: [default5]:``,
+    the node's task id before the local rank); launcher lines get no prefix. The prefix
+    pieces are built per attempt and gathered per line."""
+    torch = pl.col("torchrun")
+    single = pl.col("n_nodes") == 1
     per_attempt = att.select(
-        pl.when(torch).then(pl.lit("[default")).otherwise(pl.lit("")).alias("open"),
-        pl.when(torch).then(0).otherwise((pl.col("n_nodes") * 8 - 1).cast(pl.String).str.len_chars()).alias("width"),
-        pl.when(torch).then(pl.lit("]:")).otherwise(pl.lit(": ")).alias("close"),
+        (torch & single).alias("_tee"), (torch & ~single).alias("_per_node"),
+        pl.when(torch & ~single).then(pl.col("n_nodes") - 1).otherwise(pl.col("n_nodes") * 8 - 1)
+        .cast(pl.String).str.len_chars().alias("width"),
     )
     row = app["a"] - att["a"][0]
     lines = pl.concat([app.select("rank", "text"), per_attempt.select(pl.all().gather(row))], how="horizontal")
     ranked = pl.col("rank").is_not_null()
-    return lines.select(pl.concat_str([
-        pl.when(ranked).then("open"), pl.col("rank").cast(pl.String).str.pad_start(pl.col("width")),
-        pl.when(ranked).then("close"), pl.col("text"), pl.lit("\n"),
-    ], ignore_nulls=True)).to_series()
+    task = pl.when(pl.col("_per_node")).then(pl.col("rank") // 8).otherwise(pl.col("rank"))
+    label = pl.concat_str([task.cast(pl.String).str.pad_start(pl.col("width")), pl.lit(": ")])
+    prefix = (
+        pl.when(pl.col("_tee")).then(pl.concat_str([pl.lit("[default"), pl.col("rank").cast(pl.String), pl.lit("]:")]))
+        .when(pl.col("_per_node")).then(pl.concat_str([label, pl.lit("[default"), (pl.col("rank") % 8).cast(pl.String), pl.lit("]:")]))
+        .otherwise(label)
+    )
+    return lines.select(pl.concat_str([pl.when(ranked).then(prefix), pl.col("text"), pl.lit("\n")], ignore_nulls=True)).to_series()
 
 
 @dataclass(frozen=True)
@@ -211,15 +218,17 @@ def _sacct(att: pl.DataFrame) -> pl.DataFrame:
     state = pl.col("raw_state").str.replace("{uid}", pl.col("user_id").cast(pl.String), literal=True)
     base = dict(Submit=submit, Start=start, End=end, NodeList=pl.col("hostlist"), AllocNodes=pl.col("n_nodes"), NNodes=pl.col("n_nodes"))
     tres = fmt("billing={},cpu={},gres/gpu={},mem=2000G,node={}", pl.col("n_nodes") * 8, pl.col("n_nodes") * 96, pl.col("n_nodes") * 8, "n_nodes")
+    # One torchrun per node is one task per node; otherwise srun starts a task per GPU.
+    tasks = pl.when(pl.col("torchrun") & (pl.col("n_nodes") > 1)).then(pl.col("n_nodes")).otherwise(pl.col("n_nodes") * 8)
     step_state = pl.when(pl.col("raw_state").str.starts_with("CANCELLED") | pl.col("raw_state").is_in(["TIMEOUT", "PREEMPTED"])).then(pl.lit("CANCELLED")).otherwise(state)
     rows = [
         att.select(JobID="job_id", JobIDRaw="job_id", JobName=fmt("train-{}", pl.col("user_id") % 17), User=fmt("u{}", "user_id"), Partition=pl.lit("gpu"),
-                   State=state, ExitCode="exit_code", NTasks=pl.col("n_nodes") * 8, AllocTRES=tres, **base, _o=pl.lit(0)),
+                   State=state, ExitCode="exit_code", NTasks=tasks, AllocTRES=tres, **base, _o=pl.lit(0)),
         att.select(JobID=fmt("{}.batch", "job_id"), JobIDRaw=fmt("{}.batch", "job_id"), JobName=pl.lit("batch"), User=pl.lit(""),
                    Partition=pl.lit(""), State=step_state, ExitCode=pl.when(step_state == "CANCELLED").then(pl.lit("0:15")).otherwise("exit_code"),
                    NTasks=pl.lit(1), AllocTRES=tres, **{**base, "NodeList": pl.col("hostlist").str.replace(r"\[(\d+)-\d+\]", "$1"), "AllocNodes": pl.lit(1), "NNodes": pl.lit(1)}, _o=pl.lit(1)),
         att.select(JobID=fmt("{}.0", "job_id"), JobIDRaw=fmt("{}.0", "job_id"), JobName=pl.lit("python"), User=pl.lit(""),
-                   Partition=pl.lit(""), State=step_state, ExitCode="exit_code", NTasks=pl.col("n_nodes") * 8, AllocTRES=tres, **base, _o=pl.lit(2)),
+                   Partition=pl.lit(""), State=step_state, ExitCode="exit_code", NTasks=tasks, AllocTRES=tres, **base, _o=pl.lit(2)),
     ]
     cols = ["JobID", "JobIDRaw", "JobName", "User", "Partition", "Submit", "Start", "End", "State", "ExitCode", "NodeList", "AllocNodes", "NNodes", "NTasks", "AllocTRES"]
     return pl.concat([r.with_columns(att["a"].alias("_a")) for r in rows], how="vertical_relaxed").select(cols + ["_a", "_o"])
@@ -244,7 +253,8 @@ def _topology(shape: FleetShape, cluster: str) -> pl.DataFrame:
 def truth_frame(att: pl.DataFrame) -> pl.DataFrame:
     """The ground truth of every attempt (see the module docstring of ``faults``)."""
     sc = pl.col("scenario")
-    gpu_fault = sc.is_in(["gpu_fallen_off_bus", "hbm_uncorrectable_ecc", "gsp_timeout", "nvlink_fatal", "gpu_broken_as_oom", "two_faults"])
+    gpu_fault = sc.is_in(["gpu_fallen_off_bus", "hbm_uncorrectable_ecc", "gsp_timeout", "nvlink_fatal", "gpu_broken_as_oom", "two_faults",
+                          "clock_ahead_xid"])
     pci = fmt("0000:{}:00", pl.col("culprit_gpu").cast(pl.Int64).replace_strict(list(range(8)), list(GPU_PCI), return_dtype=pl.String))
     none_s, none_i = pl.lit([], pl.List(pl.String)), pl.lit([], pl.List(pl.Int32))
     return att.select(

@@ -14,7 +14,7 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import EngineConfig
-from engine.decide import INFRASTRUCTURE
+from engine.decide import CLOCK_OFFSET_RULE, INFRASTRUCTURE
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 from engine.rules.python_rules import attempt_job_id, new_events, param
 
@@ -68,8 +68,6 @@ def attach_events(
 
 STEP_LAUNCH_EVENT = "scheduler.step_launch"
 """slurmd's launch of a step's tasks on its node (``scheduler.slurmd_step_launch``)."""
-CLOCK_OFFSET_RULE = "clock_offset"
-"""The rule id of the context events that say a node's lines were moved by its offset."""
 MIN_PEERS = 3
 """Nodes that must report launching one step before their median says whose clock is off."""
 

@@ -54,6 +54,9 @@ DEFAULT_ACTION = {
 
 ROLE_ORDER = {"root_candidate": 0, "confirmation": 1, "cascade": 2, "context": 3}
 """Which evidence to keep first when an attempt has more events than the limit."""
+CLOCK_OFFSET_RULE = "clock_offset"
+"""The rule id of the engine's notes that a node's lines were moved by its clock's offset
+(:func:`engine.correlate.correct_clock_offsets`): kept with the roots, whose times they explain."""
 
 EVIDENCE_DTYPE = pl.from_arrow(pa.array([], EVIDENCE)).dtype
 ALTERNATIVE_DTYPE = pl.from_arrow(pa.array([], ALTERNATIVE)).dtype
@@ -214,7 +217,7 @@ def _evidence(events: pl.DataFrame, roots: pl.DataFrame, limit: int) -> pl.DataF
         .filter(pl.col("role") != "benign")
         .join(root_rows, on="_row", how="left")
         .with_columns(
-            pl.col("is_root").fill_null(False),
+            (pl.col("is_root").fill_null(False) | (pl.col("rule_id") == CLOCK_OFFSET_RULE)).alias("is_root"),
             pl.col("role").replace_strict(ROLE_ORDER, default=9, return_dtype=pl.Int32).alias("_order"),
         )
         .sort(["attempt_id", "is_root", "_order", "ts", "node", "origin"], descending=[False, True, False, False, False, False], nulls_last=True)
