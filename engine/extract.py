@@ -217,11 +217,17 @@ def _extract(
     candidates = _with_input_columns(observations).filter(_prefilter(rules)).collect().with_row_index("_row")
     by_rule = _rule_hits(candidates, rules).sort("_row").partition_by("_rule", as_dict=True)
     candidates = candidates.drop("_row")
-    plans = [
+
+    def lines_of_rule(i: int, rule: ExtractRule) -> pl.LazyFrame:
         # Row indices gathered in order: the rule's lines, in the candidates' order.
-        _rule_events(candidates.select(pl.all().gather(by_rule[(i,)]["_row"])).lazy(), rule)
-        for i, rule in enumerate(rules) if (i,) in by_rule
-    ]
+        lines = candidates.select(pl.all().gather(by_rule[(i,)]["_row"])).lazy()
+        if not keep_benign and rule.role == "benign" and ADDRESS_GROUP in rule.regex:
+            # Only the first of a node's identical banners is kept below (every rank of the
+            # node prints it): the others need no regex at all.
+            lines = lines.sort("ts", "origin").unique(["attempt_id", "node", "message"], keep="first", maintain_order=True)
+        return lines
+
+    plans = [_rule_events(lines_of_rule(i, rule), rule) for i, rule in enumerate(rules) if (i,) in by_rule]
     if not plans:
         return empty_events()
     events = pl.concat(plans, how="vertical").cast(dict(EVENT_SCHEMA))
