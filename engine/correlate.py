@@ -388,7 +388,7 @@ def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
     events = _with_rows(events)
     downs = events.filter(is_down).with_columns(_outage(down=True))
     # Only attempts with an outage need to know when they started failing.
-    failing = _failing_since(events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi"))
+    failing = failing_since(events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi"))
     ups = events.filter(_outage(down=False).is_not_null()).select(
         "attempt_id", "node", pl.col("port").alias("_up_port"), _outage(down=False), pl.col("ts").alias("_up")
     )
@@ -488,7 +488,7 @@ def _cascade_began(printed: str = "ts") -> pl.Expr:
     return pl.col(printed) - pl.duration(milliseconds=_timeout_ms().fill_null(0))
 
 
-def _failing_since(events: pl.DataFrame, *roots: pl.Expr) -> pl.DataFrame:
+def failing_since(events: pl.DataFrame, *roots: pl.Expr) -> pl.DataFrame:
     """``attempt_id`` and ``_failing``: when each attempt of ``events`` started failing — its
     first cascade (:func:`_cascade_began`), the first of the events ``roots`` selects, or
     its end, whichever is first."""
@@ -505,7 +505,7 @@ def demote_outlived_prestart_roots(events: pl.DataFrame, fail_at_once: timedelta
     driver recovered from, a link that came back), so for it the event is ``context``.
 
     "Started failing" is the attempt's first cascade, its first root candidate stamped
-    after its start, or its end (:func:`_failing_since`).
+    after its start, or its end (:func:`failing_since`).
     """
     if events.is_empty():
         return events
@@ -515,7 +515,7 @@ def demote_outlived_prestart_roots(events: pl.DataFrame, fail_at_once: timedelta
         return events
     later = root & (pl.col("ts_hi") >= pl.col("start_ts") - skew)
     suspects = events.filter(early)["attempt_id"].unique()
-    failing = _failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), later)
+    failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), later)
     outlived = (
         events.join(failing, on="attempt_id", how="left", maintain_order="left")
         .select(early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once).fill_null(False))

@@ -168,7 +168,10 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         .with_columns(~(pl.col("_never") | pl.col("_shared").fill_null(False)).alias("names_node"))
         .drop("_never", "_shared")
     )
-    printed_after_root = (pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line"))
+    # Printed after the root in the same node's file: not a rival (one writer's lines are in
+    # order). A central syslog server's file holds many nodes, whose order there is only
+    # the order the lines arrived in.
+    printed_after_root = (pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line")) & pl.col("same_node")
     alternatives = (
         rivals.filter((pl.col("domain") != pl.col("root_domain")) & ~printed_after_root.fill_null(False))
         .sort(["attempt_id", "ts", "node", "rule_id"], nulls_last=True)

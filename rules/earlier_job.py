@@ -1,4 +1,4 @@
-"""Events of what ran on a node before an attempt started are context for that attempt.
+"""Events of what ran on a node before an attempt started, or beside it, are context for it.
 
 A node event attaches to every attempt whose window — from ``lookback`` before its start
 to ``grace`` after its end — reaches it, so that a GPU that fell off the bus shortly before
@@ -7,7 +7,10 @@ happened to: an OOM kill ends the process it names, XID 13/31/43 end the GPU con
 the process that faulted, a contained ECC error (XID 94) ends the process whose memory it
 hit and leaves the GPU in service, and a power-off ends the boot the node was in. Stamped
 before the attempt started, they belong to the job (or the boot) before it: for this
-attempt they are ``context``, never its root. Their own ones, after the start, keep their role.
+attempt they are ``context``, never its root. Stamped during it, they are its own, unless
+it went on working for more than :data:`OUTLIVED` after them (started failing later:
+its first cascade, or its end): then the process they ended was another job's on a node
+they shared (an XID 13 of the job on the other four GPUs), ``context`` too.
 
 Declared in ``host.yaml``, after ``xid_roles`` (``gpu_xid.yaml``), whose repeat-offender
 upgrade does not outrank this. Contract: :mod:`engine.rules.python_rules`.
@@ -15,7 +18,11 @@ upgrade does not outrank this. Contract: :mod:`engine.rules.python_rules`.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import polars as pl
+
+from engine.correlate import failing_since
 
 ENDED_BEFORE_START = (
     "host.oom_kill",
@@ -32,7 +39,24 @@ ENDED_BEFORE_START = (
 happened to."""
 
 
+OUTLIVED = timedelta(minutes=10)
+"""How long an attempt may go on after such an event and still have died of it (the
+engine's ``fail_at_once`` default): a process killed by it fails its job at once."""
+
+
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
-    """Demote the :data:`ENDED_BEFORE_START` events stamped before their attempt started."""
-    earlier = pl.col("event").is_in(ENDED_BEFORE_START) & (pl.col("ts") < pl.col("start_ts")).fill_null(False)
-    return events.with_columns(pl.when(earlier).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
+    """Demote the :data:`ENDED_BEFORE_START` events stamped before their attempt started, or
+    that their attempt outlived by more than :data:`OUTLIVED`."""
+    bound = pl.col("event").is_in(ENDED_BEFORE_START)
+    earlier = bound & (pl.col("ts") < pl.col("start_ts")).fill_null(False)
+    during = bound & ~earlier
+    suspects = events.filter(during & (pl.col("role") == "root_candidate"))["attempt_id"].unique()
+    if suspects.is_empty():
+        return events.with_columns(pl.when(earlier).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
+    failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())))
+    outlived = during & (pl.col("_failing") > pl.col("ts") + OUTLIVED).fill_null(False)
+    return (
+        events.join(failing, on="attempt_id", how="left", maintain_order="left")
+        .with_columns(pl.when(earlier | outlived).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
+        .drop("_failing")
+    )

@@ -3,6 +3,8 @@ fallback, link recovery, determinism."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import polars as pl
 import pytest
 
@@ -271,6 +273,20 @@ def test_a_link_that_flapped_while_the_collective_hung_stays_the_root():
     )
     v, _ = verdict(att, ev)
     assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_0:1"])
+
+
+def test_two_nodes_faults_in_one_central_log_are_rivals_whatever_their_line_order():
+    """A central rsyslog file holds both nodes' lines in arrival order: the kernel panic
+    two seconds after the XID, on another node, still competes with it."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]})
+    ev = events(
+        {"node": "n1", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10),
+         "origin": "central.log:40"},
+        {"node": "n2", "event": "panic", "domain": "host", "cause": "host.kernel_fault", "ts": at(10) + timedelta(seconds=2),
+         "origin": "central.log:41"},
+    )
+    v, _ = verdict(att, ev)
+    assert v["a"]["quality"] == "ambiguous" and v["a"]["culprit_nodes"] == ["n1", "n2"]
 
 
 def test_a_cpu_stuck_for_a_while_dates_its_stall_by_its_onset():

@@ -22,6 +22,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 502|502|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n3|gres/gpu=8,node=1
 503|503|train|alice|NODE_FAIL|0:0|2026-11-20T10:00:00|2026-11-20T10:16:00|n4|gres/gpu=8,node=1
 504|504|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n5|gres/gpu=8,node=1
+505|505|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T10:40:00|n6|gres/gpu=4,node=1
 """
 
 
@@ -35,8 +36,11 @@ def verdicts(tmp_path_factory):
     (logs / "n3.log").write_text(syslog("n3", ("09:55:00", POWER_OFF)))  # the boot before
     (logs / "n4.log").write_text(syslog("n4", ("10:15:00", POWER_OFF)))  # during the job
     (logs / "n5.log").write_text(syslog("n5", ("09:45:00", f"kernel: {XID_13}")))  # the job before
+    (logs / "n6.log").write_text(syslog("n6", ("08:30:00", f"kernel: {XID_13}")))  # the job beside it
     for job in ("500", "502", "504"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
+    (logs / "slurm-505.out").write_text("[2026-11-20 10:20:00,000] step 51000\nslurmstepd: error: *** JOB 505 ON n6 "
+                                        "CANCELLED AT 2026-11-20T10:39:58 DUE TO TIME LIMIT ***\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -63,3 +67,9 @@ def test_a_power_off_during_the_attempt_is_its_root(verdicts):
     assert (verdicts["503"]["domain"], verdicts["503"]["cause"]) == ("host", "host.node_power_off")
     assert verdicts["503"]["culprit_nodes"] == ["n4"]
     assert verdicts["503"]["quality"] == "definitive"  # NODE_FAIL corroborates a host root
+
+
+def test_an_xid_13_the_job_outlived_is_the_other_jobs_on_the_node(verdicts):
+    """Two hours after the XID 13 the job still trained: the process it ended was another
+    job's on the four other GPUs."""
+    assert verdicts["505"]["cause"] == "scheduler.time_limit"
