@@ -364,9 +364,16 @@ def _outage(down: bool) -> pl.Expr:
     )
 
 
+FELT_WITHIN = timedelta(minutes=2)
+"""An attempt that started failing this soon after an outage ended felt it: a flap under
+traffic exhausts NCCL's IB retries within seconds, and the ranks abort before anyone logs
+a NET/IB error (a launcher that shows only local rank 0)."""
+
+
 def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
     """A port that went down and came back up, or a Lustre connection lost and restored,
-    before the attempt started failing is not its root cause: such root candidates become
+    more than :data:`FELT_WITHIN` before the attempt started failing is not its root cause:
+    such root candidates become
     ``context`` — unless errors the application reported were tied to it, or to another
     outage of its node, as their confirmations (NCCL's ``NET/IB`` retry errors: the flap
     did break the job's traffic, though the watchdog noticed only later).
@@ -405,7 +412,7 @@ def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
         .join(ups, on=["attempt_id", "node", "_outage"], how="inner", nulls_equal=True)
         .filter(pl.col("port").is_null() | pl.col("port").eq_missing(pl.col("_up_port")))
         .join(failing, on="attempt_id")
-        .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") < pl.col("_failing")))
+        .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") + FELT_WITHIN < pl.col("_failing")))
         .join(confirmed, on=["attempt_id", "node"], how="anti", nulls_equal=True)
         ["_row"]
     )

@@ -225,6 +225,21 @@ def test_a_port_error_or_transmit_timeout_the_job_outlived_is_not_the_root():
     assert (v["c"]["cause"], v["c"]["culprit_nodes"]) == ("network.nic_tx_timeout", ["n3"])
 
 
+def test_a_flap_the_ranks_aborted_on_within_seconds_stays_the_root():
+    """No NET/IB error was logged (the launcher shows local rank 0 only), but the ranks on
+    the node aborted 20 s after the port came back: the job felt the flap."""
+    att = attempts({"attempt_id": "a"})
+    ev = events(
+        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10), "port": "mlx5_3:1"},
+        {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
+         "port": "mlx5_3:1"},
+        {"event": "elastic_worker_failed", "role": "cascade", "domain": "workload", "cause": "workload.worker_failed",
+         "attempt_id": "a", "ts": at(10.43), "source": "app"},
+    )
+    v, _ = verdict(att, ev)
+    assert (v["a"]["cause"], v["a"]["culprit_ports"]) == ("network.link_down", ["mlx5_3:1"])
+
+
 def _felt_flap(port: str, *downs: dict) -> pl.DataFrame:
     """Attempt ``a``'s events around a flap: the link-down lines ``downs`` (from 10 min),
     ``port`` back up 6 s later, a NCCL NET/IB retry error between, the watchdog at 20 min."""
