@@ -37,15 +37,23 @@ def attach_events(
     ``attempts`` has the attempts table's columns plus ``cluster``; ``events`` the events
     table's plus ``cluster``. The result keeps the event columns, sets ``attempt_id`` and adds
     ``job_id``, ``user``, ``state``, ``start_ts``, ``end_ts`` and ``caused_by`` (null here).
+    A node whose clock runs off its peers' has its events read on theirs
+    (:func:`clock_offsets`), with a note in the evidence.
     """
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
-    windows = node_day_windows(attempts, lookback, grace, ATTEMPT_COLUMNS)
-    node_events = events.filter(pl.col("attempt_id").is_null()).drop("attempt_id")
+    skew = timedelta(seconds=config.seconds("clock_skew"))
+    offsets = clock_offsets(attempts, events, skew)
+    windows = node_day_windows(attempts, lookback, grace, ATTEMPT_COLUMNS, offsets)
+    node_events = events.filter(pl.col("attempt_id").is_null() & (pl.col("event") != STEP_LAUNCH_EVENT)).drop("attempt_id")
+    # A window of a node whose clock is off lies on that clock; its events, once inside,
+    # move back onto the attempt's.
+    shift = pl.col("_offset").fill_null(timedelta(0))
     on_nodes = (
         node_events.with_columns(pl.col("ts").dt.truncate(WINDOW_BUCKET).alias("bucket"))
         .join(windows, on=["cluster", "node", "bucket"], how="inner")
         .filter((pl.col("ts") >= pl.col("lo")) & (pl.col("ts") <= pl.col("hi")))
+        .with_columns((pl.col("ts") - shift).alias("ts"), (pl.col("last_ts") - shift).alias("last_ts"))
     )
     # Joined on the attempt id alone, then checked for the cluster: a join on two string
     # keys costs about three times as much, and the result is the same.
@@ -57,49 +65,59 @@ def attach_events(
     columns = events.columns + [c for c in ATTEMPT_COLUMNS if c not in events.columns]
     # One chunk: every later sort, join and filter gathers rows of this wide frame, and a
     # gather over several chunks costs several times more.
-    attached = pl.concat([on_nodes.select(columns), app_events.select(columns)], rechunk=True)
-    skew = timedelta(seconds=config.seconds("clock_skew"))
+    parts = [on_nodes.select(columns), app_events.select(columns)]
+    if offsets.height:
+        parts.append(clock_notes(offsets, attempts, events))
+    attached = pl.concat(parts, rechunk=True)
     return (
-        add_time_bounds(correct_clock_offsets(attached, skew), skew)
+        add_time_bounds(attached, skew)
         .with_columns(pl.lit(None, dtype=pl.String).alias("caused_by"))
         .sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
     )
 
 
+EVENT_TS = pl.Datetime("us", "UTC")
 STEP_LAUNCH_EVENT = "scheduler.step_launch"
 """slurmd's launch of a step's tasks on its node (``scheduler.slurmd_step_launch``)."""
 MIN_PEERS = 3
 """Nodes that must report launching one step before their median says whose clock is off."""
 
 
-def correct_clock_offsets(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
-    """Move the events of a node whose clock runs ahead or behind its peers' back onto
-    theirs, per attempt.
+def clock_offsets(attempts: pl.DataFrame, events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
+    """How far each node's clock runs off its peers', per attempt: ``attempt_id``, ``node``,
+    ``_offset`` (a duration: the node's stamps minus its peers'), ``_step``, ``_launch``,
+    ``_median``, and the ``origin`` and ``source`` of the node's launch line.
 
     slurmd starts a step's tasks on every node of the step within a second: the stamps of
-    its launch lines (:data:`STEP_LAUNCH_EVENT`) for one step of the attempt's own job,
-    from at least :data:`MIN_PEERS` nodes, agree but for the node clocks. A node whose
-    launch stamp is further than ``skew`` from the median of them runs that far off, and
-    the attempt's events from that node's own logs (its kernel's and daemons' lines, which
-    the same syslog clock stamped) move by that much: an XID 79 stamped four minutes after
-    the job ended by a clock four minutes ahead is the job's root after all. The job's own
-    output stays as stamped: its lines reach the file by other paths (a rank's logging, a
-    container's clock), and the decision already allows for their spread. The step
-    reported by most nodes decides (the first of those). Each moved node gets a context
-    event saying by how much, in the evidence; the launch lines themselves leave it.
+    its launch lines (:data:`STEP_LAUNCH_EVENT`, naming the job and step) for one step,
+    from at least :data:`MIN_PEERS` nodes, agree but for the node clocks. A line belongs to
+    the attempt of its job that started nearest it (a requeued job has several), however
+    far the node's clock is off. A node whose launch stamp lies further than ``skew`` from
+    the median of them runs that far off. The step reported by most nodes decides (the
+    first of those). Only node logs move by it (the kernel's and daemons' lines, which the
+    same syslog clock stamped): the job's own output reaches its file by other paths (a
+    rank's logging, a container's clock), and stays as stamped.
     """
-    if not (events["event"] == STEP_LAUNCH_EVENT).any():  # no slurmd log collected: nothing to read or drop
-        return events
-    launch = (pl.col("event") == STEP_LAUNCH_EVENT) & (param("job") == attempt_job_id()).fill_null(False)
-    launches = (
+    launch = pl.col("event") == STEP_LAUNCH_EVENT
+    empty = pl.DataFrame(schema={"attempt_id": pl.String, "node": pl.String, "_offset": pl.Duration("us"),
+                                 "_step": pl.String, "_launch": EVENT_TS, "_median": EVENT_TS,
+                                 "origin": pl.String, "source": pl.String})
+    if not events.select(launch.any()).item():  # no slurmd log collected
+        return empty
+    lines = (
         events.lazy().filter(launch & pl.col("node").is_not_null())
-        .group_by("attempt_id", param("step").alias("_step"), "node")
-        .agg(pl.col("ts").min().alias("_launch"), pl.col("origin").sort_by("ts").first(),
-             pl.col("source").sort_by("ts").first())
+        .select("cluster", "node", "ts", "origin", "source", param("job").alias("_job"), param("step").alias("_step"))
         .collect()
     )
-    if launches.is_empty():
-        return events.filter(pl.col("event") != STEP_LAUNCH_EVENT)
+    owners = attempts.select("cluster", "attempt_id", "start_ts", attempt_job_id().alias("_job"))
+    launches = (
+        lines.join(owners, on=["cluster", "_job"])
+        .sort("origin", (pl.col("ts") - pl.col("start_ts")).abs())
+        .unique(["origin"], keep="first", maintain_order=True)
+        .group_by("attempt_id", "_step", "node")
+        .agg(pl.col("ts").min().alias("_launch"), pl.col("origin").sort_by("ts").first(),
+             pl.col("source").sort_by("ts").first())
+    )
     steps = (
         launches.group_by("attempt_id", "_step")
         .agg(pl.len().alias("_peers"), pl.col("_launch").median().alias("_median"))
@@ -107,35 +125,39 @@ def correct_clock_offsets(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame
         .sort("attempt_id", "_peers", "_step", descending=[False, True, False])
         .unique("attempt_id", keep="first", maintain_order=True)
     )
-    offsets = (
+    return (
         launches.join(steps, on=["attempt_id", "_step"])
         .with_columns((pl.col("_launch") - pl.col("_median")).alias("_offset"))
         .filter(pl.col("_offset").abs() > skew)
+        .select(empty.columns)
+        .cast(empty.schema)
+        .sort("attempt_id", "node")
     )
-    # The launch lines have served: in the evidence they would crowd out what matters.
-    events = events.filter(pl.col("event") != STEP_LAUNCH_EVENT)
-    if offsets.is_empty():
-        return events
-    moved = events.join(offsets.select("attempt_id", "node", "_offset"), on=["attempt_id", "node"], how="left",
-                        maintain_order="left")
-    shift = pl.when(pl.col("source") != "app").then(pl.col("_offset")).fill_null(timedelta(0))
-    moved = moved.with_columns((pl.col("ts") - shift).alias("ts"), (pl.col("last_ts") - shift).alias("last_ts")).drop("_offset")
+
+
+def clock_notes(offsets: pl.DataFrame, attempts: pl.DataFrame, like: pl.DataFrame) -> pl.DataFrame:
+    """One context event per (attempt, node) of :func:`clock_offsets`, for the evidence: by
+    how much the node's lines were moved, and the launch stamps that say so. Columns of
+    ``like`` (the events) plus the attempt columns."""
     seconds = pl.col("_offset").dt.total_milliseconds() / 1000
-    notes = offsets.join(events.select(ATTEMPT_COLUMNS).unique("attempt_id"), on="attempt_id").select(
-        *ATTEMPT_COLUMNS, "node", "origin", pl.col("_median").alias("ts"),
+    stamp = "%Y-%m-%dT%H:%M:%S%.3fZ"
+    notes = offsets.join(attempts.select(ATTEMPT_COLUMNS), on="attempt_id").select(
+        *ATTEMPT_COLUMNS, "node", "origin", "source", pl.col("_median").alias("ts"),
         pl.format(
             "clock of {} runs {} s {} its peers' (slurmd launched step {} there at {}, elsewhere at {}): its lines "
             "are moved by that much", pl.col("node"), seconds.abs().round(1),
             pl.when(seconds > 0).then(pl.lit("ahead of")).otherwise(pl.lit("behind")), pl.col("_step"),
-            pl.col("_launch").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ"), pl.col("_median").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ"),
+            pl.col("_launch").dt.strftime(stamp), pl.col("_median").dt.strftime(stamp),
         ).alias("message"),
         pl.concat_str([pl.lit('{"offset_s":"'), seconds.round(3).cast(pl.String), pl.lit('","step":"'), pl.col("_step"),
                        pl.lit('"}')]).alias("params"),
-        "source",
         pl.lit("line").alias("ts_source"),
     )
-    return pl.concat([moved, new_events(notes, moved, rule_id=CLOCK_OFFSET_RULE, event="host.clock_offset",
-                                        domain="host", cause="host.clock_offset", role="context", action="none")])
+    columns = like.columns + [c for c in ATTEMPT_COLUMNS if c not in like.columns]
+    schema = {**like.schema, **attempts.select(ATTEMPT_COLUMNS).schema}
+    built = new_events(notes, pl.DataFrame(schema={c: schema[c] for c in columns}), rule_id=CLOCK_OFFSET_RULE,
+                       event="host.clock_offset", domain="host", cause="host.clock_offset", role="context", action="none")
+    return built.select(columns)
 
 
 WINDOW_BUCKET = "1d"
@@ -144,30 +166,38 @@ the exploded windows small for long, wide jobs (512 nodes × a week is 3,584 row
 
 
 def node_day_windows(
-    attempts: pl.DataFrame, lookback: timedelta, grace: timedelta, columns: list[str]
+    attempts: pl.DataFrame, lookback: timedelta, grace: timedelta, columns: list[str],
+    offsets: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """One row per (attempt, node, day) the attempt's window ``[start - lookback,
     end + grace]`` touches, with the window as ``lo``/``hi`` and the day as ``bucket``.
+    With ``offsets`` (:func:`clock_offsets`) a node's window lies on its own clock, moved
+    by its ``_offset`` (kept, null elsewhere).
 
     Joining node events on ``(cluster, node, bucket)`` and then checking the exact bounds
     is an interval join whose intermediate size follows the attempts a node ran that day,
     not every attempt it ever ran: a plain join on the node would pair each of a node's
     events with each of its attempts, which at a fleet's scale is billions of rows.
     """
-    return (
+    windows = (
         attempts.select(
             *columns,
             pl.col("nodes").alias("node"),
             (pl.col("start_ts") - lookback).alias("lo"),
             (pl.col("end_ts") + grace).alias("hi"),
         )
-        .with_columns(
-            pl.datetime_ranges(pl.col("lo").dt.truncate(WINDOW_BUCKET), pl.col("hi"), WINDOW_BUCKET).alias("bucket")
-        )
         .explode("node")
         .drop_nulls("node")
-        .explode("bucket")
     )
+    if offsets is not None and offsets.height:
+        shift = pl.col("_offset").fill_null(timedelta(0))
+        windows = windows.join(offsets.select("attempt_id", "node", "_offset"), on=["attempt_id", "node"], how="left",
+                               maintain_order="left").with_columns(pl.col("lo") + shift, pl.col("hi") + shift)
+    else:
+        windows = windows.with_columns(pl.lit(None, dtype=pl.Duration("us")).alias("_offset"))
+    return windows.with_columns(
+        pl.datetime_ranges(pl.col("lo").dt.truncate(WINDOW_BUCKET), pl.col("hi"), WINDOW_BUCKET).alias("bucket")
+    ).explode("bucket")
 
 
 PRECISE_TS = ("line", "monotonic")

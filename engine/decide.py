@@ -56,7 +56,7 @@ ROLE_ORDER = {"root_candidate": 0, "confirmation": 1, "cascade": 2, "context": 3
 """Which evidence to keep first when an attempt has more events than the limit."""
 CLOCK_OFFSET_RULE = "clock_offset"
 """The rule id of the engine's notes that a node's lines were moved by its clock's offset
-(:func:`engine.correlate.correct_clock_offsets`): kept with the roots, whose times they explain."""
+(:func:`engine.correlate.clock_offsets`): kept with the roots, whose times they explain."""
 
 EVIDENCE_DTYPE = pl.from_arrow(pa.array([], EVIDENCE)).dtype
 ALTERNATIVE_DTYPE = pl.from_arrow(pa.array([], ALTERNATIVE)).dtype

@@ -44,3 +44,18 @@ def test_nodes_within_the_clock_skew_keep_their_stamps(tmp_path):
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
     assert v["first_fault_ts"].isoformat() == "2026-11-20T10:20:00+00:00"
     assert not [e for e in v["evidence"] if e["rule_id"] == "clock_offset"]
+
+
+def test_a_clock_far_ahead_still_brings_its_fault_into_the_window(tmp_path):
+    """n4's clock runs 15 minutes ahead: its XID, stamped 12 minutes after the job ended
+    by that clock, lies past the attach window's grace until the clock is read; read on
+    its peers' clock it is the root (the launch line is matched to the job by its id)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for node in ("n1", "n2", "n3"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:00:05", LAUNCH)))
+    (logs / "n4.log").write_text(syslog("n4", ("10:15:05", LAUNCH), ("10:42:00", f"kernel: {XID_79}")))
+    (logs / "slurm-900.out").write_text(f"30: [2026-11-20 10:27:01,000] {LAUNCH_FAILURE}\n")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n4"])
+    assert v["first_fault_ts"].isoformat() == "2026-11-20T10:27:00+00:00"

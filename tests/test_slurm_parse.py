@@ -229,3 +229,19 @@ def test_options_reject_unknown_zone_and_fields():
         SlurmOptions(timezone="Mars/Base")
     with pytest.raises(ValueError, match="Extra inputs are not permitted"):
         SlurmOptions(sacct_binary="x")
+
+
+def test_an_end_in_the_repeated_autumn_hour_is_read_by_the_elapsed_time():
+    """02:40:20 on 27 October 2024 happened twice in Berlin. A job that started at 01:55
+    CEST and ran 1:45:20 ended at the second one (CET); one that ran 0:45:20, at the first.
+    Without Elapsed the earlier instant is taken, as before."""
+    header = "JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|Elapsed|NodeList|AllocTRES"
+    text = "\n".join([header,
+                      "41|41|train|u|FAILED|1:0|2024-10-27T01:55:00|2024-10-27T02:40:20|01:45:20|n1|gres/gpu=8,node=1",
+                      "42|42|train|u|FAILED|1:0|2024-10-27T01:55:00|2024-10-27T02:40:20|00:45:20|n1|gres/gpu=8,node=1",
+                      "43|43|train|u|FAILED|1:0|2024-10-27T01:55:00|2024-10-27T02:40:20||n1|gres/gpu=8,node=1"])
+    rows, bad = parse_sacct(text, origin="dst", timezone="Europe/Berlin")
+    assert bad.is_empty()
+    ends = {r["job_id"]: r["end_ts"].isoformat() for r in rows.to_dicts()}
+    assert ends == {"41": "2024-10-27T01:40:20+00:00", "42": "2024-10-27T00:40:20+00:00",
+                    "43": "2024-10-27T00:40:20+00:00"}

@@ -18,7 +18,7 @@ from ingest.states import split_exit_code_expr
 
 SACCT_FIELDS = (
     "JobID", "JobIDRaw", "JobName", "User", "Partition", "Submit", "Start", "End", "State",
-    "ExitCode", "NodeList", "AllocNodes", "NNodes", "NTasks", "AllocTRES", "ReqTRES",
+    "ExitCode", "NodeList", "AllocNodes", "NNodes", "NTasks", "AllocTRES", "ReqTRES", "Elapsed",
 )
 """The ``--format`` fields asked for when the connector runs ``sacct`` itself."""
 
@@ -45,13 +45,29 @@ def _conform(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(absent).select(list(ROWS_SCHEMA)).cast(ROWS_SCHEMA)
 
 
-def _parse_ts(col: pl.Expr, tz: str) -> pl.Expr:
+def _parse_ts(col: pl.Expr, tz: str, ambiguous: str = "earliest") -> pl.Expr:
     return (
         col.str.strip_chars()
         .str.to_datetime(TIME_FORMAT, strict=False, time_unit="us")
-        .dt.replace_time_zone(tz, ambiguous="earliest", non_existent="null")
+        .dt.replace_time_zone(tz, ambiguous=ambiguous, non_existent="null")
         .dt.convert_time_zone("UTC")
     )
+
+
+def _elapsed_s(col: pl.Expr) -> pl.Expr:
+    """Seconds of an ``Elapsed`` value (``[D-]HH:MM:SS``), null if it is none."""
+    parts = col.str.strip_chars().str.extract_groups(r"^(?:(?P<d>\d+)-)?(?P<h>\d+):(?P<m>\d{2}):(?P<s>\d{2})$")
+    field = lambda name: parts.struct.field(name).cast(pl.Int64, strict=False)  # noqa: E731
+    return field("d").fill_null(0) * 86400 + field("h") * 3600 + field("m") * 60 + field("s")
+
+
+def _end_ts(end: pl.Expr, start: pl.Expr, elapsed: pl.Expr, tz: str) -> pl.Expr:
+    """``End`` in UTC. A local time the autumn change repeats is read as its earlier instant
+    (what Slurm's own time zone rules would give), unless ``Elapsed`` says the later one:
+    the start plus the elapsed time is the end whatever the clocks did."""
+    early, late = _parse_ts(end, tz), _parse_ts(end, tz, "latest")
+    by_elapsed = start + pl.duration(seconds=_elapsed_s(elapsed))
+    return pl.when((early != late) & (late == by_elapsed)).then(late).otherwise(early)
 
 
 def _bad_ts(col: str, tz: str) -> pl.Expr:
@@ -143,7 +159,7 @@ def parse_parsable2(
         text_col("Partition").alias("partition"),
         _parse_ts(pl.col("Submit"), timezone).alias("submit_ts"),
         _parse_ts(pl.col("Start"), timezone).alias("start_ts"),
-        _parse_ts(pl.col("End"), timezone).alias("end_ts"),
+        _end_ts(pl.col("End"), _parse_ts(pl.col("Start"), timezone), pl.col("Elapsed"), timezone).alias("end_ts"),
         pl.col("State").str.strip_chars().alias("raw_state"),
         code.alias("exit_code"),
         pl.when(sig != 0).then(sig).alias("signal"),
