@@ -68,6 +68,18 @@ def _sorted_unique(column: str) -> pl.Expr:
     return pl.col(column).drop_nulls().unique().sort()
 
 
+SHARED_WINDOW = timedelta(minutes=10)
+"""How close to an attempt's root another node's report of the same shared service must be
+to make it the service's failure (the run's other attempts included)."""
+SERVICE_PARAMS = ("target", "server", "mds", "daemon")
+"""Params that name the shared service an event is about, in order of preference."""
+
+
+def _service() -> pl.Expr:
+    """The shared service an event names (its first :data:`SERVICE_PARAMS` value), if any."""
+    return pl.coalesce(pl.col("params").str.extract(rf'"{key}": ?"([^"]*)"', 1) for key in SERVICE_PARAMS)
+
+
 def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.DataFrame | None = None) -> pl.DataFrame:
     """Per attempt: the root event, its culprits, and competing alternatives.
 
@@ -92,8 +104,8 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     candidates = (
         events.lazy()
         .filter((pl.col("role") == "root_candidate") & (~late | pl.col("domain").is_in(INFRASTRUCTURE)))
-        .select("_row", "attempt_id", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank", "domain",
-                "cause", "action", "rule_id", "event", "origin")
+        .select("_row", "attempt_id", "cluster", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank",
+                "domain", "cause", "action", "rule_id", "event", "origin", "params")
         .filter(~late | late.all().over("attempt_id"))
         .with_columns(
             pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
@@ -113,6 +125,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         pl.col("action").alias("root_action"),
         pl.col("_file").alias("root_file"),
         pl.col("_line").alias("root_line"),
+        pl.col("cluster").alias("root_cluster"),
         late.alias("root_late"),
     )
     paired = candidates.join(first, on="attempt_id").with_columns(
@@ -132,22 +145,37 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
     names = pl.col("names_node")
-    # A shared service (``alone``) that several nodes of the attempt report with the root's
-    # cause, at any time of the attempt (clients notice a dead server at their own pace),
-    # as a root candidate or as context (a client that lost its session and got it back
-    # still saw the service go).
+    # A shared service (``alone``) that several nodes report with the root's cause is the
+    # service's failure, not a node's: several nodes of the attempt at any time of it
+    # (clients notice a dead server at their own pace), or nodes of the other attempts of
+    # the run within :data:`SHARED_WINDOW` of the root (the same storage target evicting the
+    # clients of three jobs), as a root candidate or as context (a client that lost its
+    # session and got it back still saw the service go).
     alone = naming.filter(names == "alone")
     reports = events.lazy().filter(
         pl.col("rule_id").is_in(alone["rule_id"].implode()) & pl.col("role").is_in(["root_candidate", "context"])
         & (pl.col("ts") <= pl.col("end_ts") + skew)
-    ).select("attempt_id", "rule_id", "event", "cause", "node").collect()
-    shared = (
-        reports.join(first.select("attempt_id", "root_cause"), on="attempt_id")
+    ).select("attempt_id", "cluster", "rule_id", "event", "cause", "node", "ts", _service().alias("_service")).collect().join(
+        alone, on=["rule_id", "event"], how="semi")
+    root_service = candidates.select("event_id", _service().alias("root_service")).unique("event_id")
+    roots = first.select("attempt_id", "root_event_id", "root_cause", "root_ts", "root_cluster").join(
+        root_service, left_on="root_event_id", right_on="event_id", how="left")
+    in_attempt = (
+        reports.join(roots, on="attempt_id")
         .filter(pl.col("cause") == pl.col("root_cause"))
-        .join(alone, on=["rule_id", "event"], how="semi")
         .group_by("attempt_id")
         .agg((pl.col("node").n_unique() > 1).alias("_shared"))
     )
+    # The same service: the same Lustre target, NFS server or MDS, or both naming none.
+    same_service = pl.col("_service").eq_missing(pl.col("root_service"))
+    in_fleet = (
+        reports.select("cluster", "cause", "node", "ts", "_service").unique()
+        .join(roots, left_on=["cluster", "cause"], right_on=["root_cluster", "root_cause"])
+        .filter(((pl.col("ts") - pl.col("root_ts")).abs() <= SHARED_WINDOW) & same_service)
+        .group_by("attempt_id")
+        .agg((pl.col("node").n_unique() > 1).alias("_shared"))
+    )
+    shared = pl.concat([in_attempt, in_fleet]).group_by("attempt_id").agg(pl.col("_shared").any())
     culprits = (
         near.filter(pl.col("domain") == pl.col("root_domain"))
         .join(naming, on=["rule_id", "event"], how="left")
@@ -182,7 +210,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         first.join(culprits, on="attempt_id", how="left")
         .join(alternatives, on="attempt_id", how="left")
         .rename({"root_domain": "domain", "root_cause": "cause"})
-        .drop("root_node", "root_ts_hi", "root_file", "root_line")
+        .drop("root_node", "root_ts_hi", "root_file", "root_line", "root_cluster")
     )
 
 

@@ -1,7 +1,8 @@
-"""A GPU that fell off the bus stays gone until its node is rebooted.
+"""A GPU that fell off the bus, or never came up, stays gone until its node is rebooted.
 
 XID 79 ("GPU has fallen off the bus") takes a GPU away from the node's PCIe tree; only a
-reset or a reboot brings it back. A node left in service after one hands the next jobs
+reset or a reboot brings it back. A GPU the driver could not initialise at boot
+(``RmInitAdapter failed``) is missing the same way. A node left in service after one hands the next jobs
 one GPU fewer, and the rank given that GPU fails at start with ``invalid device ordinal``
 (``cuda.invalid_device``, a workload root on its own: usually the job's own mistake). When
 that rank's node lost a GPU within :data:`GONE_FOR` before the error and has not booted
@@ -24,10 +25,14 @@ from engine.rules.python_rules import known_events, link_to_roots, new_events
 
 RULE_ID = "lost_gpu"
 SYMPTOM = "cuda.invalid_device"
-LOST = ("xid_79_fallen_off_bus", "gpu_fallen_off_bus")
+FELL_OFF = ("xid_79_fallen_off_bus", "gpu_fallen_off_bus")
 """Events of a GPU leaving the bus (``gpu_xid.yaml``, ``gpu_health.yaml``)."""
-CAUSES = tuple(("gpu.fallen_off_bus", "gpu", "root_candidate", event) for event in LOST)
-"""The fall-off, copied into the attempt whose rank could not open the GPU."""
+NOT_INITIALISED = "gpu_init_failed"
+"""The driver's report of a GPU it could not initialise (``gpu_health.yaml``)."""
+LOST = (*FELL_OFF, NOT_INITIALISED)
+CAUSES = (*(("gpu.fallen_off_bus", "gpu", "root_candidate", event) for event in FELL_OFF),
+          ("gpu.init_failure", "gpu", "root_candidate", NOT_INITIALISED))
+"""The loss, copied into the attempt whose rank could not open the GPU, with its cause."""
 BOOT = "host.node_boot"
 GONE_FOR = timedelta(days=1)
 """How long before the error a fall-off still counts (when no boot is seen in between)."""
@@ -73,7 +78,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         found.with_columns(
             (pl.col("message") + pl.lit(" (still gone: no boot since; this attempt's rank could not open it)")).alias("message"),
         ),
-        events, rule_id=RULE_ID, event=pl.col("event"), domain="gpu", cause="gpu.fallen_off_bus",
+        events, rule_id=RULE_ID, event=pl.col("event"), domain="gpu",
+        cause=pl.when(pl.col("event") == NOT_INITIALISED).then(pl.lit("gpu.init_failure")).otherwise(pl.lit("gpu.fallen_off_bus")),
         role="root_candidate", action="drain_node_and_restart",
     )
     # The added events keep the order of ``found``: each links its attempt's symptom.

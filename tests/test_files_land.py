@@ -133,6 +133,23 @@ def test_srun_names_the_node_of_a_task_that_failed(tmp_path):
     assert observations(lake)["node"].to_list() == ["lyra-g52", "lyra-g53", None, None, "lyra-g50"]
 
 
+def test_lines_before_a_files_first_stamp_date_from_the_attempts_start(tmp_path):
+    """NCCL prints no stamps: its warning, before the output's first stamped line (the
+    watchdog half an hour later), was printed at some moment since the attempt started,
+    not at that stamp."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    warn = "1: tg022:77110:77342 [1] NCCL WARN NET/IB : Got async event : port error"  # NVIDIA/nccl form
+    (logs / "slurm-4246.out").write_text(f"{warn}\n  0: {WATCHDOG_R3[0]}\n")
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [job_4242(ts(2026, 12, 6, 18, 0), ts(2026, 12, 6, 19, 0)) | {
+        "attempt_id": "slurm/c1/4246/0", "job_id": "4246"}])
+    land_log_files(lake, [logs], cluster=CLUSTER, year=2026)
+    obs = observations(lake)
+    assert obs.select("ts", "ts_source").rows() == [
+        (ts(2026, 12, 6, 18, 0), "inferred"), (ts(2026, 12, 6, 18, 44, 13, 275158), "line")]
+
+
 @pytest.mark.parametrize(("year", "landed_year"), [(2025, 2026), (2027, 2026), (None, 2026)])
 def test_a_job_output_dated_in_the_wrong_year_moves_to_its_jobs_year(tmp_path, year, landed_year):
     """glog stamps have no year: a copied output (mtime today) or a wrong --year puts them

@@ -1,5 +1,6 @@
 """The ``lost_gpu`` python rule, end to end: an ``invalid device ordinal`` on a node whose
-GPU fell off the bus before the attempt (and was not brought back by a boot) is that GPU;
+GPU fell off the bus before the attempt (and was not brought back by a boot), or never came
+up at its boot, is that GPU;
 without such a fall-off, or after a boot, it stays the job's own mistake. Real lines, landed
 through the Slurm connector and the files landing, attributed by a run."""
 
@@ -15,12 +16,15 @@ from tests.end_to_end import ALIVE, BOOT, syslog, verdicts_by_job
 XID_79 = "NVRM: Xid (PCI:0000:09:00): 79, pid=0, GPU has fallen off the bus."
 # https://github.com/hpcaitech/Open-Sora/issues/40
 INVALID_DEVICE = "RuntimeError: CUDA error: invalid device ordinal"
+# https://github.com/NVIDIA/gpu-operator/issues/1146
+INIT_FAILED = "NVRM: GPU 0000:0a:00.0: rm_init_adapter failed, device minor number 5"
 
 # The GPUs fell off at 09:50, during earlier jobs (not in this dump); these start at 11:00, past the lookback.
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 801|801|train|bob|FAILED|1:0|2026-11-20T11:00:00|2026-11-20T11:01:00|n1|gres/gpu=8,node=1
 802|802|train|bob|FAILED|1:0|2026-11-20T11:00:00|2026-11-20T11:01:00|n2|gres/gpu=8,node=1
 803|803|train|bob|FAILED|1:0|2026-11-20T11:00:00|2026-11-20T11:01:00|n3|gres/gpu=8,node=1
+804|804|train|bob|FAILED|1:0|2026-11-20T11:00:00|2026-11-20T11:01:00|n4|gres/gpu=8,node=1
 """
 
 
@@ -34,7 +38,9 @@ def verdicts(tmp_path_factory):
     (logs / "n2.log").write_text(syslog("n2", alive[0], ("09:50:00", f"kernel: {XID_79}"),
                                          ("10:30:00", f"kernel: {BOOT}"), alive[1]))
     (logs / "n3.log").write_text(syslog("n3", *alive))
-    for job in ("801", "802", "803"):
+    (logs / "n4.log").write_text(syslog("n4", alive[0], ("09:40:00", f"kernel: {BOOT}"),
+                                         ("09:40:35", f"kernel: {INIT_FAILED}"), alive[1]))
+    for job in ("801", "802", "803", "804"):
         (logs / f"slurm-{job}.out").write_text(f"7: [2026-11-20 11:00:30,000] {INVALID_DEVICE}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
@@ -52,3 +58,9 @@ def test_a_boot_since_the_fall_off_leaves_it_the_jobs_mistake(verdicts):
 
 def test_without_a_fall_off_it_is_the_jobs_mistake(verdicts):
     assert (verdicts["803"]["domain"], verdicts["803"]["cause"]) == ("workload", "workload.invalid_device")
+
+
+def test_an_invalid_device_ordinal_after_a_gpu_that_never_came_up_is_that_gpu(verdicts):
+    v = verdicts["804"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == (
+        "gpu", "gpu.init_failure", ["n4"], ["0000:0a:00"])

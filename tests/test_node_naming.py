@@ -32,6 +32,9 @@ QUOTA = "OSError: [Errno 122] Disk quota exceeded"
 ESHUTDOWN = "ls: cannot access data/shard-0007.tar: Cannot send after transport endpoint shutdown"
 # https://github.com/ceph/ceph-csi/issues/4050
 CEPH_MON_LOST = "libceph: mon2 (1)10.0.0.247:6789 session lost, hunting for new mon"
+# https://github.com/aws/aws-parallelcluster/issues/2701
+LUSTRE_LOST = ("Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection to no2zxbmv-MDT0000 (at 10.0.47.232@tcp) "
+               "was lost; in progress operations using this service will wait for recovery to complete")
 # https://github.com/akash-network/support/issues/244
 XID_94 = "NVRM: Xid (PCI:0000:00:08): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No"
 
@@ -44,6 +47,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 605|605|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n7|gres/gpu=8,node=1
 606|606|train|alice|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n8|gres/gpu=8,node=1
 607|607|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[9-10]|gres/gpu=16,node=2
+608|608|train|bob|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n11|gres/gpu=8,node=1
+609|609|train|carol|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n12|gres/gpu=8,node=1
 """
 
 
@@ -63,11 +68,15 @@ def verdicts(tmp_path_factory):
     (logs / "n8.log").write_text(syslog("n8", ("10:20:00", f"slurmstepd[4242]: {STEP_OOM}")))
     (logs / "n3.log").write_text(_kernel("n3", "10:20:00", NFS_DOWN))
     (logs / "n4.log").write_text(_kernel("n4", "10:22:30", NFS_DOWN))  # noticed at its own pace
-    (logs / "n5.log").write_text(_kernel("n5", "10:20:00", NFS_DOWN))
+    # Another server than n3's and n4's (the same line for 192.168.1.230)
+    (logs / "n5.log").write_text(_kernel("n5", "10:20:00", NFS_DOWN.replace("192.168.1.229", "192.168.1.230")))
     (logs / "n7.log").write_text(_kernel("n7", "09:50:00", XID_94))  # the job before's process
     # Both clients lost the CephFS session; only rank 0 (on n9) failed a file call with it.
     (logs / "n9.log").write_text(_kernel("n9", "10:19:00", CEPH_MON_LOST))
     (logs / "n10.log").write_text(_kernel("n10", "10:19:30", CEPH_MON_LOST))
+    # One metadata target lost by the clients of two jobs four minutes apart: the server's.
+    (logs / "n11.log").write_text(_kernel("n11", "10:20:00", LUSTRE_LOST))
+    (logs / "n12.log").write_text(_kernel("n12", "10:24:00", LUSTRE_LOST))
     (logs / "slurm-607.out").write_text(f"0: [2026-11-20 10:29:00,000] {ESHUTDOWN}\n")
     for job in ("600", "601", "602", "603", "606"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
@@ -108,3 +117,10 @@ def test_a_quota_names_no_node(verdicts):
 
 def test_a_contained_ecc_error_before_the_start_is_the_previous_jobs(verdicts):
     assert verdicts["605"]["cause"] == "workload.cuda_oom"
+
+
+def test_a_storage_target_the_clients_of_other_jobs_lost_too_names_no_node(verdicts):
+    """Each job saw the target go from one node only; the run's other job saw the same
+    target go from another node minutes later: the server failed, not a client."""
+    for job in ("608", "609"):
+        assert (verdicts[job]["cause"], verdicts[job]["culprit_nodes"]) == ("storage.filesystem_unavailable", [])

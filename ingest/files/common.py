@@ -299,21 +299,23 @@ def fill_stamps(parsed: pl.DataFrame, ingest_time: datetime) -> pl.DataFrame:
 
     Within each file, lines without a stamp inherit the previous stamped line
     (``inferred``); lines before the first stamp take the next stamped line's time
-    (``inferred``); in a file with no stamp at all, the ingest time (``ingest``; tying the
-    file to an attempt may later replace it with the attempt's start). Nothing is dropped.
+    (``inferred``, and ``_backfilled`` true: that time is the latest they can have been
+    printed, not the earliest, so tying the file to an attempt moves them to its start);
+    in a file with no stamp at all, the ingest time (``ingest``; tying the file to an
+    attempt may later replace it with the attempt's start). Nothing is dropped.
     """
     ts = pl.col("ts")
-    # A column, not an expression: both outputs read it, and the windows would run twice.
-    filled = parsed.with_columns(
-        ts.forward_fill().over("file").fill_null(ts.backward_fill().over("file")).alias("_inherited")
-    )
+    # Columns, not expressions: the outputs read them, and the windows would run twice.
+    filled = parsed.with_columns(ts.forward_fill().over("file").alias("_before"))
+    filled = filled.with_columns(pl.col("_before").fill_null(ts.backward_fill().over("file")).alias("_inherited"))
     inherited = pl.col("_inherited")
     return filled.with_columns(
         pl.when(ts.is_not_null()).then(pl.col("ts_kind"))
         .when(inherited.is_not_null()).then(pl.lit("inferred"))
         .otherwise(pl.lit("ingest")).alias("ts_source"),
         pl.coalesce(inherited, pl.lit(ingest_time, dtype=TS_DTYPE)).alias("ts"),
-    ).drop("_inherited")
+        (pl.col("_before").is_null() & inherited.is_not_null()).alias("_backfilled"),
+    ).drop("_inherited", "_before")
 
 
 def peel(frame: pl.DataFrame, column: str, prefix: str, rest: str) -> pl.DataFrame:

@@ -214,7 +214,8 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     With several attempts (a requeued job), a line belongs to the last attempt that had
     started by its time (lines before the first start go to the first attempt; a file with
     no stamp at all goes to the last attempt, and its lines take that attempt's start
-    instead of the ingest time). A line with a Slurm task id (``slot``, see
+    instead of the ingest time, and so do the lines before a file's first stamp, which
+    that stamp only bounds from above). A line with a Slurm task id (``slot``, see
     :data:`ingest.files.common.PLACEMENT_COLUMNS`) ran on ``nodes[slot // ranks_per_node]``
     (Slurm's tasks per node, ``gpus_per_node`` when unknown), or on ``nodes[slot]`` with a
     local-rank prefix behind the task id (one launcher per node), where local rank ``l`` is
@@ -231,7 +232,7 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
         return untied_ranks(obs)
     # The joins below carry only the columns they read and write; the result replaces those
     # columns of ``obs``.
-    tied = obs.select("file", "ts", "ts_source", "rank", "node", *PLACEMENT_COLUMNS)
+    tied = obs.select("file", "ts", "ts_source", "rank", "node", *PLACEMENT_COLUMNS, "_backfilled")
     stampless = tied.group_by("file").agg((pl.col("ts_source") == "ingest").all().alias("_stampless"))
     # Nothing dates the lines of a stampless file: Slurm rewrites the output file on
     # requeue unless told to append, so it most likely holds the last attempt.
@@ -246,7 +247,10 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
         ((pl.len() > 1) & pl.col("start_ts").is_not_null().all()).alias("_split"),
     )
     tied = _year_from_attempts(tied.join(per_file, on="file", how="left", maintain_order="left"))
-    dated = (pl.col("ts_source") == "ingest") & pl.col("_first_start").is_not_null()
+    # A file with no stamp at all, and the lines before a file's first stamp (which they
+    # only bound from above), date from the attempt's start.
+    start = pl.col("_first_start")
+    dated = ((pl.col("ts_source") == "ingest") | (pl.col("_backfilled") & (start < pl.col("ts")))) & start.is_not_null()
     tied = tied.with_columns(
         pl.when(dated).then(pl.col("_first_start")).otherwise(pl.col("ts")).cast(TS_DTYPE).alias("ts"),
         pl.when(dated).then(pl.lit("inferred")).otherwise(pl.col("ts_source")).alias("ts_source"),

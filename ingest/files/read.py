@@ -42,8 +42,10 @@ class ParsedBatch:
 
     ``files`` has one row per file: ``file``, ``input_id``, ``mtime``, ``bytes``,
     ``blank``, ``source`` (given or detected) and ``lines`` (non-blank lines read).
-    ``observations`` has the ``OBSERVATIONS`` columns plus ``file``, ``source`` and the
-    :data:`PLACEMENT_COLUMNS` (for tying, see :func:`ingest.files.land.tie_to_attempts`);
+    ``observations`` has the ``OBSERVATIONS`` columns plus ``file``, ``source``, the
+    :data:`PLACEMENT_COLUMNS` and ``_backfilled`` (a line before its file's first stamp,
+    :func:`ingest.files.common.fill_stamps`), for tying (see
+    :func:`ingest.files.land.tie_to_attempts`);
     ``rejects`` the ``REJECTS`` columns plus ``file``. Per file, ``lines`` equals its
     observations plus its rejects.
     """
@@ -96,7 +98,7 @@ def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) 
     origin = pl.concat_str([pl.col("input_id"), pl.lit(":"), pl.col("seq").cast(pl.String)]).alias("origin")
     accepted = fill_stamps(frame.filter(pl.col("reason").is_null()), ctx.ingest_time)
     observations = accepted.with_columns(pl.lit(None, dtype=pl.String).alias("attempt_id"), origin).select(
-        *OBSERVATIONS.names, "file", "source", *PLACEMENT_COLUMNS
+        *OBSERVATIONS.names, "file", "source", *PLACEMENT_COLUMNS, "_backfilled"
     )
     rejects = frame.filter(pl.col("reason").is_not_null()).select(
         pl.lit(ctx.ingest_time, dtype=TS_DTYPE).alias("ts_ingest"),
