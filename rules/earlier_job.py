@@ -9,8 +9,9 @@ hit and leaves the GPU in service, and a power-off ends the boot the node was in
 before the attempt started, they belong to the job (or the boot) before it: for this
 attempt they are ``context``, never its root. Stamped during it, they are its own, unless
 it went on working for more than :data:`OUTLIVED` after them (started failing later:
-its first cascade, or its end): then the process they ended was another job's on a node
-they shared (an XID 13 of the job on the other four GPUs), ``context`` too.
+its first cascade, its first other root candidate or confirmation, or its end): then the
+process they ended was another job's on a node they shared (an XID 13 of the job on the
+other four GPUs), ``context`` too.
 
 Declared in ``host.yaml``, after ``xid_roles`` (``gpu_xid.yaml``), whose repeat-offender
 upgrade does not outrank this. Contract: :mod:`engine.rules.python_rules`.
@@ -53,7 +54,10 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     suspects = events.filter(during & (pl.col("role") == "root_candidate"))["attempt_id"].unique()
     if suspects.is_empty():
         return events.with_columns(pl.when(earlier).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
-    failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())))
+    # Failing: its first cascade, its first other root candidate or confirmation (the CUDA
+    # error a contained ECC error caused), or its end.
+    others = pl.col("role").is_in(["root_candidate", "confirmation"]) & ~bound
+    failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), others)
     outlived = during & (pl.col("_failing") > pl.col("ts") + OUTLIVED).fill_null(False)
     return (
         events.join(failing, on="attempt_id", how="left", maintain_order="left")
