@@ -25,7 +25,12 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 700|700|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n1|gres/gpu=8,node=1
 701|701|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n2|gres/gpu=8,node=1
 702|702|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n3|gres/gpu=8,node=1
+703|703|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n4|gres/gpu=8,node=1
 """
+# Megatron-LM's async checkpoint writer re-raises a worker's OSError as
+# f"Worker failure: {exc}" (dist_checkpointing/strategies/filesystem_async.py); the OSError
+# is ESHUTDOWN's (marbits-icm/marbits-public#139).
+WORKER_FAILURE = "RuntimeError: Worker failure: [Errno 108] Cannot send after transport endpoint shutdown"
 # NVIDIA/NVSentinel#155: an older driver's three-line report, here as `dmesg -T` prints it.
 FALLEN_OFF = ("[Fri Nov 20 10:20:33 2026] NVRM: The NVIDIA GPU 0000:90:00.0\n"
               "                           NVRM: (PCI ID: 10de:20b2) installed in this system has\n"
@@ -65,4 +70,13 @@ def test_the_drivers_fallen_off_the_bus_report_outranks_an_unstamped_cuda_error(
     land_log_files(landing_lake(tmp_path / "lake"), [tmp_path / "n3.dmesg"], cluster="c1", source="kmsg", node="n3")
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["702"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n3"])
+    assert v["quality"] != "ambiguous" and not v["alternatives"]
+
+
+def test_an_exception_that_reports_a_storage_failure_is_that_failure(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "slurm-703.out").write_text(f"[2026-11-20 10:20:00,000] saving checkpoint\n{WORKER_FAILURE}\n")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["703"]
+    assert (v["domain"], v["cause"]) == ("storage", "storage.filesystem_unavailable")
     assert v["quality"] != "ambiguous" and not v["alternatives"]
