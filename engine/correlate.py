@@ -77,6 +77,7 @@ def attach_events(
 
 
 EVENT_TS = pl.Datetime("us", "UTC")
+"""The dtype of event stamps."""
 STEP_LAUNCH_EVENT = "scheduler.step_launch"
 """slurmd's launch of a step's tasks on its node (``scheduler.slurmd_step_launch``)."""
 MIN_PEERS = 3
