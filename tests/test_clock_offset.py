@@ -19,13 +19,20 @@ LAUNCH = "slurmd[4630]: slurmd: launch task StepId=900.0 request from UID:20001 
 LAUNCH_FAILURE = "RuntimeError: CUDA error: unspecified launch failure"
 
 
-def test_a_node_clock_running_ahead_is_corrected_by_its_step_launch(tmp_path):
+def _logs(tmp_path, launches: dict[str, str], xid_at: str):
+    """Each node's syslog with slurmd's launch line stamped by that node's clock, n4's
+    with an XID 79 at ``xid_at``."""
     logs = tmp_path / "logs"
     logs.mkdir()
-    for node in ("n1", "n2", "n3"):
-        (logs / f"{node}.log").write_text(syslog(node, ("10:00:05", LAUNCH)))
+    for node, clock in launches.items():
+        xid = ((xid_at, f"kernel: {XID_79}"),) if node == "n4" else ()
+        (logs / f"{node}.log").write_text(syslog(node, (clock, LAUNCH), *xid))
+    return logs
+
+
+def test_a_node_clock_running_ahead_is_corrected_by_its_step_launch(tmp_path):
     # n4's clock runs 250 s ahead: it stamps the launch at 10:04:15 and its XID at 10:33:20.
-    (logs / "n4.log").write_text(syslog("n4", ("10:04:15", LAUNCH), ("10:33:20", f"kernel: {XID_79}")))
+    logs = _logs(tmp_path, {"n1": "10:00:05", "n2": "10:00:05", "n3": "10:00:05", "n4": "10:04:15"}, "10:33:20")
     (logs / "slurm-900.out").write_text(f"30: [2026-11-20 10:33:21,000] {LAUNCH_FAILURE}\n")
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n4"])
@@ -36,11 +43,7 @@ def test_a_node_clock_running_ahead_is_corrected_by_its_step_launch(tmp_path):
 
 
 def test_nodes_within_the_clock_skew_keep_their_stamps(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    for node, clock in (("n1", "10:00:05"), ("n2", "10:00:06"), ("n3", "10:00:05"), ("n4", "10:00:08")):
-        (logs / f"{node}.log").write_text(syslog(node, (clock, LAUNCH)))
-    (logs / "n4.log").write_text(syslog("n4", ("10:00:08", LAUNCH), ("10:20:00", f"kernel: {XID_79}")))
+    logs = _logs(tmp_path, {"n1": "10:00:05", "n2": "10:00:06", "n3": "10:00:05", "n4": "10:00:08"}, "10:20:00")
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
     assert v["first_fault_ts"].isoformat() == "2026-11-20T10:20:00+00:00"
     assert not [e for e in v["evidence"] if e["rule_id"] == "clock_offset"]
@@ -50,11 +53,7 @@ def test_a_clock_far_ahead_still_brings_its_fault_into_the_window(tmp_path):
     """n4's clock runs 15 minutes ahead: its XID, stamped 12 minutes after the job ended
     by that clock, lies past the attach window's grace until the clock is read; read on
     its peers' clock it is the root (the launch line is matched to the job by its id)."""
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    for node in ("n1", "n2", "n3"):
-        (logs / f"{node}.log").write_text(syslog(node, ("10:00:05", LAUNCH)))
-    (logs / "n4.log").write_text(syslog("n4", ("10:15:05", LAUNCH), ("10:42:00", f"kernel: {XID_79}")))
+    logs = _logs(tmp_path, {"n1": "10:00:05", "n2": "10:00:05", "n3": "10:00:05", "n4": "10:15:05"}, "10:42:00")
     (logs / "slurm-900.out").write_text(f"30: [2026-11-20 10:27:01,000] {LAUNCH_FAILURE}\n")
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n4"])

@@ -225,14 +225,21 @@ def test_a_port_error_or_transmit_timeout_the_job_outlived_is_not_the_root():
     assert (v["c"]["cause"], v["c"]["culprit_nodes"]) == ("network.nic_tx_timeout", ["n3"])
 
 
+def _flap(port: str) -> tuple[dict, dict]:
+    """``port`` going down at 10 min and back up 6 s later."""
+    return (
+        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10), "port": port},
+        {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
+         "port": port},
+    )
+
+
 def test_a_flap_the_ranks_aborted_on_within_seconds_stays_the_root():
     """No NET/IB error was logged (the launcher shows local rank 0 only), but the ranks on
     the node aborted 20 s after the port came back: the job felt the flap."""
     att = attempts({"attempt_id": "a"})
     ev = events(
-        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10), "port": "mlx5_3:1"},
-        {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
-         "port": "mlx5_3:1"},
+        *_flap("mlx5_3:1"),
         {"event": "elastic_worker_failed", "role": "cascade", "domain": "workload", "cause": "workload.worker_failed",
          "attempt_id": "a", "ts": at(10.43), "source": "app"},
     )
@@ -243,11 +250,10 @@ def test_a_flap_the_ranks_aborted_on_within_seconds_stays_the_root():
 def _felt_flap(port: str, *downs: dict) -> pl.DataFrame:
     """Attempt ``a``'s events around a flap: the link-down lines ``downs`` (from 10 min),
     ``port`` back up 6 s later, a NCCL NET/IB retry error between, the watchdog at 20 min."""
-    link_down = {"event": "link_down", "domain": "network", "cause": "network.link_down"}
+    down, up = _flap(port)
     return events(
-        *(link_down | d for d in downs),
-        {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
-         "port": port},
+        *(down | {"port": None} | d for d in downs),
+        up,
         {"event": "nccl_ib_completion_error", "domain": "network", "cause": "network.transport_retry_exceeded",
          "attempt_id": "a", "ts": at(10.05), "source": "app"},
         {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
@@ -280,9 +286,7 @@ def test_a_link_that_flapped_while_the_collective_hung_stays_the_root():
     flap says the collective had hung since then: the job was already failing."""
     att = attempts({"attempt_id": "a"})
     ev = events(
-        {"event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10), "port": "mlx5_0:1"},
-        {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
-         "port": "mlx5_0:1"},
+        *_flap("mlx5_0:1"),
         {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
          "attempt_id": "a", "ts": at(20.05), "params": '{"timeout_ms":"600000"}'},
     )
