@@ -22,7 +22,7 @@ from engine.config import EngineConfig
 from engine.oneshot import attempt_days
 from engine.rules.loader import load_rule_pack
 from engine.run import (
-    attribute, compute_coverage, extract_day, landing_derivations, observation_days, run_attribution,
+    attribute, compute_coverage, coverage_days, extract_day, landing_derivations, observation_days, run_attribution,
     scope_attempts,
 )
 from ingest.lake import Lake
@@ -95,7 +95,7 @@ def one_at_a_time(lake: Lake, n: int) -> tuple[float, float]:
     attempts = scope_attempts(lake, since, since).head(n)
     days = observation_days(since, since, config, attempts)
     events = pl.concat([extract_day(lake, pack, d, None)[0] for d in days])
-    coverage = compute_coverage(lake, attempts, days, config)
+    coverage = compute_coverage(lake, attempts, coverage_days(since, since, config, attempts), config)
     tick = time.perf_counter()
     attribute(attempts, events, coverage, pack, config)
     batch = time.perf_counter() - tick

@@ -104,17 +104,27 @@ def scope_attempts(
 
 
 def observation_days(
-    since: date, until: date, config: EngineConfig, attempts: pl.DataFrame | None = None
+    since: date, until: date, config: EngineConfig, attempts: pl.DataFrame | None = None,
+    widen: timedelta = timedelta(0),
 ) -> list[date]:
     """The observation day partitions a window needs: from the earliest start of its
     attempts (a job may have run for days before it ended in the window) minus the
-    lookback, to the end of the window plus the grace."""
-    lookback = timedelta(seconds=config.seconds("lookback"))
+    lookback, to the end of the window plus the grace, each end moved out by ``widen``."""
+    lookback = timedelta(seconds=config.seconds("lookback")) + widen
     first = datetime.combine(since, datetime.min.time(), tzinfo=UTC) - lookback
     if attempts is not None and attempts["start_ts"].drop_nulls().len():
         first = min(first, attempts["start_ts"].min() - lookback)
-    last = datetime.combine(until, datetime.max.time(), tzinfo=UTC) + timedelta(seconds=config.seconds("grace"))
+    last = datetime.combine(until, datetime.max.time(), tzinfo=UTC) + timedelta(seconds=config.seconds("grace")) + widen
     return days_between(first.date(), last.date())
+
+
+def coverage_days(
+    since: date, until: date, config: EngineConfig, attempts: pl.DataFrame | None = None
+) -> list[date]:
+    """The observation days whose row counts a window's coverage reads: its
+    :func:`observation_days` and the ``quiet_horizon`` around them (a quiet node's log is
+    told from a missing one by its rows before and after an attempt)."""
+    return observation_days(since, until, config, attempts, timedelta(seconds=config.seconds("quiet_horizon")))
 
 
 def extract_day(
@@ -193,7 +203,8 @@ def compute_coverage(
 ) -> pl.DataFrame:
     """Per attempt: rows each source contributed to its nodes and window, and which
     expected sources are missing (node logs for each node; the attempt's own output).
-    Reads the observations of ``days``; see :func:`coverage_from_counts`."""
+    Reads the observations of ``days`` (the attempts' :func:`coverage_days`); see
+    :func:`coverage_from_counts`."""
     per_hour, per_attempt = coverage_counts(lake, lake.files("observations", clusters=clusters, days=days))
     return coverage_from_counts(attempts, per_hour, per_attempt, connector_failures(lake, attempts, config), config)
 
@@ -211,23 +222,24 @@ def coverage_from_counts(
     attempts a node ran.
 
     A node's log covers an attempt when it has rows in the attempt's window, or rows both
-    before and after it: the log was being written throughout, and a quiet node (nothing
-    to say during a healthy job) is evidence of no fault, not a missing source. A log that
-    stops before the window ends (a node that died, a rotated file not landed) stays
-    missing.
+    within ``quiet_horizon`` before it and within that after it: the log was being written
+    throughout, and a quiet node (nothing to say during a healthy job) is evidence of no
+    fault, not a missing source. A log that stops before the window ends (a node that
+    died, a rotated file not landed) stays missing. The counts must span the
+    :func:`coverage_days` of the attempts; more days change nothing.
     """
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
+    horizon = timedelta(seconds=config.seconds("quiet_horizon"))
     # One integer key per (cluster, node, source) log: the running sums and the as-of
-    # lookups group by it instead of three strings. One grouping gives the key, each log's
-    # hours in order (all the running sum and the lookups need) and its total.
+    # lookups group by it instead of three strings. One grouping gives the key and each
+    # log's hours in order (all the running sum and the lookups need).
     grouped = (
         per_hour.group_by("cluster", "node", "source")
-        .agg(pl.col("hour").sort(), pl.col("rows").sort_by("hour"), pl.col("rows").sum().alias("_total"))
+        .agg(pl.col("hour").sort(), pl.col("rows").sort_by("hour"))
         .with_row_index("_log")
     )
     logs = grouped.select("_log", "cluster", "node", "source")
-    totals = grouped.select("_log", "_total")
     per_hour = (
         grouped.select("_log", "hour", "rows").explode("hour", "rows")
         .with_columns(pl.col("rows").cum_sum().over("_log").alias("running"))
@@ -239,19 +251,24 @@ def coverage_from_counts(
         (pl.col("end_ts") + grace).alias("hi"),
     ).explode("node").drop_nulls("node")
     running = per_hour.select("_log", "hour", "running")
+
+    def total_at(frame: pl.DataFrame, moment: pl.Expr, name: str) -> pl.DataFrame:
+        """``frame`` with ``name``: its log's running total at ``moment`` (0 before its first row)."""
+        return (
+            frame.with_columns(moment.alias("_at")).sort("_at")
+            .join_asof(running.rename({"running": name}), left_on="_at", right_on="hour", by="_log",
+                       strategy="backward", check_sortedness=False)
+            .drop("_at", "hour").with_columns(pl.col(name).fill_null(0))
+        )
+
+    before = pl.col("lo") - timedelta(microseconds=1)
+    node_rows = windows.join(logs, on=["cluster", "node"])
+    for moment, name in [(pl.col("hi"), "_to"), (before, "_from"), (pl.col("hi") + horizon, "_later"),
+                         (before - horizon, "_earlier")]:
+        node_rows = total_at(node_rows, moment, name)
     node_rows = (
-        windows.join(logs, on=["cluster", "node"])
-        .sort("hi")
-        .join_asof(running.rename({"running": "_to"}), left_on="hi", right_on="hour", by="_log",
-                   strategy="backward", check_sortedness=False)
-        .drop("hour")
-        .with_columns((pl.col("lo") - timedelta(microseconds=1)).alias("_before"))
-        .sort("_before")
-        .join_asof(running.rename({"running": "_from"}), left_on="_before", right_on="hour", by="_log",
-                   strategy="backward", check_sortedness=False)
-        .join(totals, on="_log")
-        .with_columns((pl.col("_to").fill_null(0) - pl.col("_from").fill_null(0)).alias("rows"))
-        .filter((pl.col("rows") > 0) | ((pl.col("_from") > 0) & (pl.col("_total") > pl.col("_to").fill_null(0))))
+        node_rows.with_columns((pl.col("_to") - pl.col("_from")).alias("rows"))
+        .filter((pl.col("rows") > 0) | ((pl.col("_from") > pl.col("_earlier")) & (pl.col("_later") > pl.col("_to"))))
         .select("attempt_id", "node", "source", "rows")
     )
     by_source = pl.concat([
@@ -509,9 +526,12 @@ class _DayEvents:
         self.read_s += time.perf_counter() - tick
         return read
 
-    def window(self, read: list[tuple[date, tuple]], days: list[date], keep_from: date) -> tuple[pl.DataFrame, ...]:
-        """Write the events of the days just ``read``, then return the events, node-hour
-        counts and attempt counts of ``days``; days before ``keep_from`` are not kept."""
+    def window(
+        self, read: list[tuple[date, tuple]], days: list[date], count_days: list[date], keep_from: date
+    ) -> tuple[pl.DataFrame, ...]:
+        """Write the events of the days just ``read``, then return the events of ``days`` and
+        the node-hour and attempt counts of ``count_days``; days before ``keep_from`` are not
+        kept."""
         tick = time.perf_counter()
         for day, (events, n_obs, counts) in read:
             self.observations += n_obs
@@ -526,8 +546,10 @@ class _DayEvents:
         self.write_s += time.perf_counter() - tick
         for day in [d for d in self.cache if d < keep_from]:
             del self.cache[day]
-        parts = [self.cache[d] for d in days if d in self.cache]
-        return tuple(pl.concat([p[i] for p in parts]) for i in range(3))
+        def concat(of: list[date], i: int) -> pl.DataFrame:
+            return pl.concat([self.cache[d][i] for d in of if d in self.cache])
+
+        return concat(days, 0), concat(count_days, 1), concat(count_days, 2)
 
 
 def _write_results(
@@ -592,11 +614,13 @@ def run_attribution(
     scoped = [attempts.filter(end_day.is_between(first, last)) for first, last in chunks]
     del attempts
     windows = [observation_days(first, last, config, part) for (first, last), part in zip(chunks, scoped, strict=True)]
+    # Coverage reads the row counts of a few more days around each window (coverage_days).
+    count_windows = [coverage_days(first, last, config, part) for (first, last), part in zip(chunks, scoped, strict=True)]
     # A day can be dropped from memory once no chunk still to come starts its window before it.
-    keep_from = [min(w[0] for w in windows[k:]) for k in range(len(windows))]
+    keep_from = [min(w[0] for w in count_windows[k:]) for k in range(len(count_windows))]
     # Every day from the first window's start to the last window's end is rewritten, even
     # one no chunk reads: the events table then matches the pack over the whole span.
-    span = days_between(min(w[0] for w in windows), max(w[-1] for w in windows))
+    span = days_between(min(w[0] for w in count_windows), max(w[-1] for w in count_windows))
     day_events = _DayEvents(lake, pack, clusters, run_clusters, span, say)
     failing = failing_connectors(lake)
     n_attempts = sum(p.height for p in scoped)
@@ -612,12 +636,12 @@ def run_attribution(
           ThreadPoolExecutor(1) as ahead, ThreadPoolExecutor(1) as side):
         slim, located, staged = [], pl.DataFrame(), []
         started, staging_s = time.perf_counter(), 0.0
-        pending = ahead.submit(day_events.read, windows[0])
+        pending = ahead.submit(day_events.read, count_windows[0])
         for k, part in enumerate(scoped):
             read = pending.result()
             if k + 1 < len(scoped):
-                pending = ahead.submit(day_events.read, windows[k + 1])
-            events, per_hour, per_attempt = day_events.window(read, windows[k], keep_from[k])
+                pending = ahead.submit(day_events.read, count_windows[k + 1])
+            events, per_hour, per_attempt = day_events.window(read, windows[k], count_windows[k], keep_from[k])
             tick = time.perf_counter()
             failures = connector_failures(lake, part, config, failing)
             coverage = side.submit(coverage_from_counts, part, per_hour, per_attempt, failures, config)

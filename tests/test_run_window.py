@@ -1,10 +1,15 @@
 """A run over one day reads back as far as its attempts started: a job that ran for days
-before it ended in the window still sees the fault of its first day."""
+before it ended in the window still sees the fault of its first day. What a run reads
+around an attempt does not depend on the other attempts of its chunk."""
 
 from __future__ import annotations
 
 from datetime import date
 
+import polars as pl
+import pytest
+
+from engine.config import EngineConfig
 from engine.run import run_attribution
 from ingest.files import land_log_files
 from ingest.lake import Lake
@@ -29,3 +34,40 @@ def test_long_attempt_sees_the_fault_of_its_first_day(tmp_path):
     summary = run_attribution(lake, date(2026, 11, 28), date(2026, 11, 28))
     verdict = summary.verdicts.row(0, named=True)
     assert (verdict["cause"], verdict["culprit_nodes"]) == ("gpu.fallen_off_bus", ["n2"])
+
+
+def _quiet_node_errors(tmp_path, later: str, chunk_attempts: int) -> list[str]:
+    """The node-log coverage errors of attempt 1 (n1, 2026-11-25 20:00–21:00, nothing logged by n1
+    during it) when n1's syslog has a line at 10:00 that day and one at ``later``; attempt 2
+    runs on n2 until 2026-11-27 05:00, so one chunk for both reads n1's log two days on."""
+    tmp_path.mkdir(exist_ok=True)
+    lake = Lake(tmp_path / "lake")
+    context = tmp_path / "ctx.yaml"
+    context.write_text(
+        "cluster: c\nattempts:\n"
+        "  - job_id: '1'\n    start: 2026-11-25T20:00:00Z\n    end: 2026-11-25T21:00:00Z\n"
+        "    state: COMPLETED\n    exit_code: '0:0'\n    nodes: n1\n"
+        "  - job_id: '2'\n    start: 2026-11-27T04:00:00Z\n    end: 2026-11-27T05:00:00Z\n"
+        "    state: COMPLETED\n    exit_code: '0:0'\n    nodes: n2\n"
+    )
+    land_static_context(lake, context)
+    session = " systemd[1]: Started session-4.scope - Session 4 of User root.\n"
+    logs = {"n1": ["2026-11-25T10:00:00.000000+00:00", later], "n2": ["2026-11-27T04:30:00.000000+00:00"]}
+    for node, stamps in logs.items():
+        path = tmp_path / f"{node}.log"
+        path.write_text("".join(f"{stamp} {node}{session}" for stamp in stamps))
+        land_log_files(lake, [path], cluster="c", source="syslog")
+    config = EngineConfig(chunk_attempts=chunk_attempts)
+    summary = run_attribution(lake, date(2026, 11, 25), date(2026, 11, 27), config=config)
+    coverage = summary.verdicts.filter(pl.col("job_id") == "1")["coverage"][0]
+    return [entry["error"] for entry in coverage if entry["source"] == "node_logs"]
+
+
+@pytest.mark.parametrize("chunk_attempts", [1, 10])
+def test_a_quiet_node_is_told_from_a_missing_log_alike_in_any_chunk(tmp_path, chunk_attempts):
+    # A line five hours after the attempt: the log was written throughout, n1 was quiet.
+    assert _quiet_node_errors(tmp_path, "2026-11-26T02:00:00.000000+00:00", chunk_attempts) == []
+    # The next line thirty hours on, beyond the quiet horizon: missing, whether or not the
+    # run's chunk happens to read that later day for another attempt.
+    later = _quiet_node_errors(tmp_path / "far", "2026-11-27T03:00:00.000000+00:00", chunk_attempts)
+    assert later == [f"no {'/'.join(EngineConfig().node_log_sources)} rows for n1"]
