@@ -137,6 +137,8 @@ def bench_perf(attempts: int, out: str | Path | None = None, workdir: str | Path
             "batch_s": round(batch, 3), "one_at_a_time_s": round(single, 3),
             "batch_speedup": round(single / batch, 1) if batch else None,
         }
-    if out:
-        Path(out).write_text(json.dumps(report, indent=2))
+        # Written before the work folder goes: removing a million-attempt fleet's files
+        # takes minutes.
+        if out:
+            Path(out).write_text(json.dumps(report, indent=2))
     return report
