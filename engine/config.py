@@ -34,10 +34,9 @@ after the end cannot have caused it.
     time sync) come far more often.
 ``chunk_attempts`` (50,000)
     A run attributes attempts in chunks of consecutive end days holding about this many
-    attempts: memory follows the chunk, not the window. Smaller chunks cost no time (a
-    chunk's work is joins over its own events): at 50,000 a run over the simulator's million
-    attempts peaks at 3.1–3.2 GB, at 100,000 at 4.3–4.6 GB (days of large jobs attach a
-    million events to a chunk).
+    attempts: memory follows the chunk, not the window. Over the simulator's million
+    attempts, chunks of 50,000 peak at 3.1–3.2 GB and chunks of 100,000 at 4.3–4.6 GB
+    (days of large jobs attach a million events to a chunk), in the same time.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def test_other_clusters_failures_do_not_count(tmp_path):
     assert connector_failures(lake, attempts({"attempt_id": "a"}), EngineConfig()).is_empty()
 
 
-def _node_log_errors(hours: list[int]) -> list[str]:
+def _node_log_errors(hours: list[int], config: EngineConfig | None = None) -> list[str]:
     """The node-log coverage errors of a one-node attempt running from 10:00 to 11:00 when
     its node's syslog has one row in each of ``hours`` (offsets from 10:00, in hours)."""
     per_hour = pl.DataFrame({
@@ -41,7 +41,8 @@ def _node_log_errors(hours: list[int]) -> list[str]:
     per_attempt = pl.DataFrame({"cluster": ["c"], "attempt_id": ["a"], "source": ["app"], "node": ["n1"], "rows": [5]},
                                schema_overrides={"rows": pl.UInt32})
     failures = connector_failures(Lake("/nonexistent"), attempts(), EngineConfig()).clear()
-    coverage = coverage_from_counts(attempts({"attempt_id": "a"}), per_hour, per_attempt, failures, EngineConfig())
+    coverage = coverage_from_counts(attempts({"attempt_id": "a"}), per_hour, per_attempt, failures,
+                                    config or EngineConfig())
     return [e["error"] for e in coverage["coverage"][0] if e["error"]]
 
 
@@ -57,3 +58,12 @@ def test_a_node_log_that_stops_before_the_attempt_ends_is_missing():
     assert _node_log_errors([-2]) == missing
     assert _node_log_errors([4]) == missing
     assert _node_log_errors([0]) == []
+
+
+def test_a_node_log_quiet_for_longer_than_the_horizon_is_missing():
+    # Rows only beyond quiet_horizon (12 h) on one side: nothing says the log was being
+    # written around the attempt.
+    missing = [f"no {'/'.join(EngineConfig().node_log_sources)} rows for n1"]
+    assert _node_log_errors([-14, 4]) == missing
+    assert _node_log_errors([-2, 24]) == missing
+    assert _node_log_errors([-14, 4], EngineConfig(quiet_horizon="1d")) == []

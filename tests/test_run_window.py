@@ -37,9 +37,10 @@ def test_long_attempt_sees_the_fault_of_its_first_day(tmp_path):
 
 
 def _quiet_node_errors(tmp_path, later: str, chunk_attempts: int) -> list[str]:
-    """The node-log coverage errors of attempt 1 (n1, 2026-11-25 20:00–21:00, nothing logged by n1
-    during it) when n1's syslog has a line at 10:00 that day and one at ``later``; attempt 2
-    runs on n2 until 2026-11-27 05:00, so one chunk for both reads n1's log two days on."""
+    """The node-log coverage errors of attempt 1 (n1, 2026-11-25 20:00–21:00, nothing
+    logged by n1 during it) when n1's syslog has a line at 10:00 that day and one at
+    ``later``; attempt 2 runs on n2 until 2026-11-27 05:00, so one chunk for both reads
+    n1's log two days on."""
     tmp_path.mkdir(exist_ok=True)
     lake = Lake(tmp_path / "lake")
     context = tmp_path / "ctx.yaml"
