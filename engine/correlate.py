@@ -404,10 +404,10 @@ a NET/IB error (a launcher that shows only local rank 0)."""
 def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
     """A port that went down and came back up, or a Lustre connection lost and restored,
     more than :data:`FELT_WITHIN` before the attempt started failing is not its root cause:
-    such root candidates become
-    ``context`` — unless errors the application reported were tied to it, or to another
-    outage of its node, as their confirmations (NCCL's ``NET/IB`` retry errors: the flap
-    did break the job's traffic, though the watchdog noticed only later).
+    such root candidates become ``context`` — unless errors the application reported were
+    tied to it, or to another outage of its node, as their confirmations (NCCL's
+    ``NET/IB`` retry errors: the flap did break the job's traffic, though the watchdog
+    noticed only later).
 
     "Started failing" is the first cascade of the attempt, or its end when it has none. A
     cascade that reports a timeout (``timeout_ms`` in its params: the NCCL watchdog's

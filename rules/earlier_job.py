@@ -51,16 +51,16 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     bound = pl.col("event").is_in(ENDED_BEFORE_START)
     earlier = bound & (pl.col("ts") < pl.col("start_ts")).fill_null(False)
     during = bound & ~earlier
+    demoted = earlier
     suspects = events.filter(during & (pl.col("role") == "root_candidate"))["attempt_id"].unique()
-    if suspects.is_empty():
-        return events.with_columns(pl.when(earlier).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
-    # Failing: its first cascade, its first other root candidate or confirmation (the CUDA
-    # error a contained ECC error caused), or its end.
-    others = pl.col("role").is_in(["root_candidate", "confirmation"]) & ~bound
-    failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), others)
-    outlived = during & (pl.col("_failing") > pl.col("ts") + OUTLIVED).fill_null(False)
+    if not suspects.is_empty():
+        # Failing: its first cascade, its first other root candidate or confirmation (the
+        # CUDA error a contained ECC error caused), or its end.
+        others = pl.col("role").is_in(["root_candidate", "confirmation"]) & ~bound
+        failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), others)
+        events = events.join(failing, on="attempt_id", how="left", maintain_order="left")
+        demoted = earlier | (during & (pl.col("_failing") > pl.col("ts") + OUTLIVED).fill_null(False))
     return (
-        events.join(failing, on="attempt_id", how="left", maintain_order="left")
-        .with_columns(pl.when(earlier | outlived).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
-        .drop("_failing")
+        events.with_columns(pl.when(demoted).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
+        .drop("_failing", strict=False)
     )

@@ -2,9 +2,10 @@
 
 XID 79 ("GPU has fallen off the bus") takes a GPU away from the node's PCIe tree; only a
 reset or a reboot brings it back. A GPU the driver could not initialise at boot
-(``RmInitAdapter failed``) is missing the same way. A node left in service after one hands the next jobs
-one GPU fewer, and the rank given that GPU fails at start with ``invalid device ordinal``
-(``cuda.invalid_device``, a workload root on its own: usually the job's own mistake). When
+(``RmInitAdapter failed``) is missing the same way. A node left in service after one
+hands the next jobs one GPU fewer, and the rank given that GPU fails at start with
+``invalid device ordinal`` (``cuda.invalid_device``, a workload root on its own: usually
+the job's own mistake). When
 that rank's node lost a GPU within :data:`GONE_FOR` before the error and has not booted
 since (``host.node_boot``), the lost GPU is the root: it is added to the attempt as a ``gpu``
 root candidate (a copy of the fall-off event, at its own time, before the attempt started)
@@ -79,7 +80,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
             (pl.col("message") + pl.lit(" (still gone: no boot since; this attempt's rank could not open it)")).alias("message"),
         ),
         events, rule_id=RULE_ID, event=pl.col("event"), domain="gpu",
-        cause=pl.when(pl.col("event") == NOT_INITIALISED).then(pl.lit("gpu.init_failure")).otherwise(pl.lit("gpu.fallen_off_bus")),
+        cause=pl.col("event").replace_strict({event: cause for cause, _, _, event in CAUSES}),
         role="root_candidate", action="drain_node_and_restart",
     )
     # The added events keep the order of ``found``: each links its attempt's symptom.
