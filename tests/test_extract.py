@@ -152,6 +152,17 @@ def test_repeats_on_different_nodes_or_gpus_are_not_merged(pack):
     ]
 
 
+def test_interleaved_floods_of_two_gpus_collapse_each_on_its_own(pack):
+    # two GPUs flooding at once, their lines interleaved in the file, beside a lone XID
+    other = XID_79.replace("0000:06:00", "0000:07:00")
+    rows = [{"message": XID_79 if i % 2 == 0 else other, "at": i} for i in range(10)]
+    events = extract_events(observations([*rows, {"message": XID_45, "at": 3}]), pack)
+    s = timedelta(seconds=1)
+    assert events.filter(pl.col("rule_id") == "test.nvrm_xid").select("gpu", "count", "ts", "last_ts").rows() == [
+        ("0000:06:00", 5, T0, T0 + 8 * s), ("0000:07:00", 5, T0 + s, T0 + 9 * s), ("0000:dc:00", 1, T0 + 3 * s, T0 + 3 * s),
+    ]
+
+
 def test_dedupe_is_idempotent(pack):
     obs = observations([{"message": XID_79, "at": i} for i in range(10)])
     once = extract_events(obs, pack)
