@@ -327,6 +327,19 @@ def _relabel(events: pl.DataFrame, pairs: list[pl.DataFrame], role: str, only_ro
     )
 
 
+PAIR_COLUMNS = ["_row", "attempt_id", "node", "gpu", "port", "event_id", "ts", "ts_hi", "end_ts",
+                "event", "domain", "role", "cause", "rule_id"]
+"""The columns :func:`_pairs` reads."""
+
+
+def _pair_candidates(events: pl.DataFrame, sides: list[tuple[Selector, Selector]]) -> pl.DataFrame:
+    """The rows of ``events`` (with ``_row``) some selector of ``sides`` matches, in the
+    columns :func:`_pairs` reads, filtered once for a set of rules instead of twice per rule
+    over the wide frame (precedence reads few rows: root candidates and what outranks them)."""
+    wanted = pl.any_horizontal(selector_expr(s) for side in sides for s in side)
+    return events.lazy().filter(wanted).select(PAIR_COLUMNS).collect()
+
+
 def _with_rows(events: pl.DataFrame) -> pl.DataFrame:
     """``events`` with ``_row``, each row's index: a correlated event is one row per
     (attempt, event), and one integer key joins far cheaper than those two strings."""
@@ -350,13 +363,15 @@ def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule], skew: timede
     if events.is_empty() or not rules:
         return events
     events = _with_rows(events)
+    sides = [(_as_roots(rule.root), rule.cascade) for rule in rules]
+    candidates = _pair_candidates(events, sides)
     pairs = []
-    for rule in rules:
+    for rule, (root, cascade) in zip(rules, sides, strict=True):
         window = timedelta(seconds=parse_duration(rule.window))
         before = timedelta(seconds=parse_duration(rule.before))
         # A cascade follows its root within the window (stamped up to ``before`` earlier
         # for clock skew); either may be known only within [ts, ts_hi].
-        pairs.append(_pairs(events, _as_roots(rule.root), rule.cascade, rule.scope, window, before, skew))
+        pairs.append(_pairs(candidates, root, cascade, rule.scope, window, before, skew))
     return _relabel(events, pairs, "cascade", only_roots=False)
 
 
@@ -368,10 +383,12 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: ti
     if events.is_empty() or not rules:
         return events
     events = _with_rows(events)
+    sides = [(rule.prefer, _as_roots(rule.over)) for rule in rules]
+    candidates = _pair_candidates(events, sides)
     pairs = []
-    for rule in rules:
+    for rule, (prefer, over) in zip(rules, sides, strict=True):
         window = timedelta(seconds=parse_duration(rule.window))
-        pairs.append(_pairs(events, rule.prefer, _as_roots(rule.over), rule.scope, window, window, skew))
+        pairs.append(_pairs(candidates, prefer, over, rule.scope, window, window, skew))
     return _relabel(events, pairs, "confirmation", only_roots=True)
 
 
