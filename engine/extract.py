@@ -325,8 +325,8 @@ def dedupe_events(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     window_s = pl.col("rule_id").replace_strict(
         list(windows), list(windows.values()), default=_DEFAULT_WINDOW_S, return_dtype=pl.Float64
     ) if windows else pl.lit(_DEFAULT_WINDOW_S)
-    # Most events are the only one of their key (one rank's line): each is a burst of its
-    # own. Only the repeated keys are ordered, each numbered once (a hash join), so the sort
+    # An event that is the only one of its key (one rank's line; half of a simulated day's
+    # events) is a burst of its own. Only the repeated keys are ordered, each numbered once (a hash join), so the sort
     # compares one integer and the stamp instead of nine strings (a third off the dedupe).
     repeated = events.select(pl.struct(DEDUPE_KEYS).is_duplicated()).to_series()
     repeats = events.filter(repeated)
