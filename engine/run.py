@@ -552,6 +552,35 @@ class _DayEvents:
         return concat(days, 0), concat(count_days, 1), concat(count_days, 2)
 
 
+@dataclass
+class _PastEvents:
+    """The rows of the events table whose event the pack's python rules read from history
+    (:meth:`RulePack.history_events`), kept in memory for a run: read whole once, then day
+    by day as the run rewrites days. Each chunk's ``history`` is then what a scan of the
+    whole table would give at that point, without scanning it once per chunk."""
+
+    lake: Lake
+    names: tuple[str, ...]
+    frame: pl.DataFrame | None = None
+
+    def _read(self, days: list[date] | None) -> pl.DataFrame:
+        scan = self.lake.scan("events", days=days)
+        return (scan.filter(pl.col("event").is_in(self.names)) if self.names else scan.clear()).collect()
+
+    def rewritten(self, days: list[date]) -> None:
+        """Take in ``days`` as the run just rewrote them."""
+        if self.frame is not None and self.names and days:
+            self.frame = pl.concat([self.frame.filter(~pl.col("day").is_in(days)), self._read(days)])
+
+    def history(self, located: pl.DataFrame) -> pl.LazyFrame:
+        """The past events a python rule sees: the lake's and those ``located`` by the
+        run's earlier chunks, of the declared events only."""
+        if self.frame is None:
+            self.frame = self._read(None)
+        earlier = located.filter(pl.col("event").is_in(self.names)) if located.width else located
+        return pl.concat([self.frame.drop("day").lazy(), earlier.lazy()], how="diagonal_relaxed")
+
+
 def _write_results(
     lake: Lake, chunks: list[tuple[date, date]], staged: list[pl.DataFrame | Path], notes: pl.DataFrame,
     stamp: list[pl.Expr], clusters: list[str],
@@ -622,6 +651,7 @@ def run_attribution(
     # one no chunk reads: the events table then matches the pack over the whole span.
     span = days_between(min(w[0] for w in count_windows), max(w[-1] for w in count_windows))
     day_events = _DayEvents(lake, pack, clusters, run_clusters, span, say)
+    past = _PastEvents(lake, pack.history_events())
     failing = failing_connectors(lake)
     n_attempts = sum(p.height for p in scoped)
     timings["scope"] = time.perf_counter() - tick
@@ -645,8 +675,8 @@ def run_attribution(
             tick = time.perf_counter()
             failures = connector_failures(lake, part, config, failing)
             coverage = side.submit(coverage_from_counts, part, per_hour, per_attempt, failures, config)
-            history = pl.concat([lake.scan("events").drop("day"), located.lazy()], how="diagonal_relaxed")
-            correlated = correlate(part, events, pack, config, history=history)
+            past.rewritten([day for day, _ in read])
+            correlated = correlate(part, events, pack, config, history=past.history(located))
             verdicts = decide(part, correlated, coverage.result(), pack, config)
             del events
             located = pl.concat([located, correlated.filter(

@@ -37,6 +37,8 @@ CAUSES = (*(("gpu.fallen_off_bus", "gpu", "root_candidate", event) for event in 
 BOOT = "host.node_boot"
 GONE_FOR = timedelta(days=1)
 """How long before the error a fall-off still counts (when no boot is seen in between)."""
+HISTORY_EVENTS = (*LOST, BOOT)
+"""The losses and boots looked up in past events (``context.history``)."""
 
 NODE_EVENT_COLUMNS = ["cluster", "node", "ts", "event", "gpu", "origin", "message", "source", "ts_source", "params"]
 """What a fall-off carries over to the root it becomes."""

@@ -36,6 +36,8 @@ REBOOT_WITHIN = timedelta(hours=2)
 """How long after a NODE_FAIL attempt ended a boot of one of its nodes still names it."""
 STALL_EVENTS = ["host.rcu_stall", "host.soft_lockup"]
 """Kernel reports of a stalled CPU: during a NODE_FAIL attempt they name their node."""
+HISTORY_EVENTS = (BOOT_EVENT, *STALL_EVENTS)
+"""The boots and stalls looked up in past events (``context.history``)."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:

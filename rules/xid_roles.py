@@ -31,6 +31,8 @@ REPEATABLE_EVENTS = (
     "xid_43_channel_stopped",
 )
 """Event names (from ``gpu_xid.yaml``) that point at the GPU when they repeat across jobs."""
+HISTORY_EVENTS = REPEATABLE_EVENTS
+"""Earlier jobs' repeatable XIDs count too (``context.history``)."""
 
 NVLINK5_EVENT = "xid_{code}_nvlink5_error"
 NVLINK5_EVENTS = tuple(NVLINK5_EVENT.format(code=code) for code in range(144, 151))

@@ -192,6 +192,24 @@ def test_a_malformed_causes_declaration_is_a_located_issue(tmp_path):
     assert "give a tuple of (cause, domain, role, event) strings" in issues[0].message
 
 
+def test_the_history_events_python_rules_declare_are_the_packs(tmp_path):
+    _python_pack(tmp_path)
+    with (tmp_path / "confirm.py").open("a") as fh:
+        fh.write('HISTORY_EVENTS = ("host.node_boot", "gpu_xid")\n')
+    pack = load_rule_pack([tmp_path])
+    assert pack.python[0].history_events == ("host.node_boot", "gpu_xid")
+    assert pack.history_events() == ("gpu_xid", "host.node_boot")
+
+
+def test_a_malformed_history_events_declaration_is_a_located_issue(tmp_path):
+    _python_pack(tmp_path)
+    with (tmp_path / "confirm.py").open("a") as fh:
+        fh.write('HISTORY_EVENTS = ("host.node_boot", 7)\n')
+    issues = lint_rule_pack([tmp_path])
+    assert [(i.line, i.field) for i in issues] == [(5, "path")]
+    assert "HISTORY_EVENTS holds 7 — give event names (strings)" in issues[0].message
+
+
 def test_inline_tests_of_the_good_pack_pass():
     results = run_inline_tests(load_rule_pack([GOOD]))
     assert len(results) == 13

@@ -30,7 +30,9 @@ from engine.rules import model
 from engine.rules.model import (
     ExtractRule, MetricRule, PrecedenceRule, PythonRule, Rule, StateRule, SuppressRule,
 )
-from engine.rules.python_rules import LoadedPythonRule, PythonRuleError, declared_causes, load_python_rule
+from engine.rules.python_rules import (
+    LoadedPythonRule, PythonRuleError, declared_causes, declared_history_events, load_python_rule,
+)
 
 BUNDLED_RULES = Path(__file__).resolve().parents[2] / "rules"
 """The rule pack shipped with causelake (the repository's ``rules/`` folder)."""
@@ -103,6 +105,11 @@ class RulePack:
                     rows.append({"rule_id": rule.id, "event": outcome.event or rule.event, "names_node": names})
         schema = {"rule_id": pl.String, "event": pl.String, "names_node": pl.String}
         return pl.DataFrame(rows, schema=schema).unique(["rule_id", "event"], keep="first", maintain_order=True)
+
+    def history_events(self) -> tuple[str, ...]:
+        """The event names the pack's python rules read from past events (their
+        ``HISTORY_EVENTS``), sorted: what a run keeps of the events table in memory."""
+        return tuple(sorted({e for loaded in self.python for e in loaded.history_events}))
 
     def dedupe_seconds(self) -> dict[str, float]:
         """Flood-dedupe window in seconds per rule id (extract and metric rules)."""
@@ -413,7 +420,9 @@ def _collect(paths: Sequence[Path] | None) -> tuple[list[RuleIssue], RulePack]:
                 target = path.parent / rule.path
                 try:
                     apply = load_python_rule(target)
-                    loaded_python.append(LoadedPythonRule(rule, target, apply, declared_causes(apply)))
+                    loaded_python.append(LoadedPythonRule(
+                        rule, target, apply, declared_causes(apply), declared_history_events(apply)
+                    ))
                 except PythonRuleError as exc:
                     add(item.key_lines["path"], "path", str(exc), rule_id)
                     continue

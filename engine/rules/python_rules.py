@@ -27,7 +27,11 @@ never drop or rename columns. It must be columnar (Polars expressions and joins,
 rows) and deterministic: the same input gives the same output.
 
 ``context`` (:class:`RuleContext`) carries the attempts in scope and a lazy view of past
-events (``history``, possibly empty) for rules that look at repeat offenders.
+events (``history``, possibly empty) for rules that look at repeat offenders. A rule that
+reads ``history`` names the events it looks for in a module-level ``HISTORY_EVENTS`` (a
+tuple of event names): the run keeps those events of the whole lake in memory, updated as
+it rewrites days, instead of scanning the events table once per chunk, so ``history``
+holds only events some rule of the pack declares.
 
 A rule that gives rows a cause of its own declares it in a module-level ``CAUSES``: a tuple
 of ``(cause, domain, role, event)``, one per outcome. The cause catalog
@@ -63,8 +67,9 @@ class RuleContext:
     """What a python rule may look at besides the events.
 
     ``attempts``: the attempts in scope (attempts table columns plus ``cluster``).
-    ``history``: past events (events table columns plus ``cluster`` and ``day``); may be an
-    empty frame, which a rule must tolerate.
+    ``history``: past events (events table columns plus ``cluster``) named in the
+    ``HISTORY_EVENTS`` of the pack's python rules; may be an empty frame, which a rule must
+    tolerate.
     """
 
     attempts: pl.DataFrame
@@ -77,13 +82,14 @@ Cause = tuple[str, str, str, str]
 
 @dataclass(frozen=True)
 class LoadedPythonRule:
-    """A python rule with its resolved file, its ``apply`` function and the causes it
-    declares (its module's ``CAUSES``)."""
+    """A python rule with its resolved file, its ``apply`` function, the causes it
+    declares (its module's ``CAUSES``) and the past events it reads (``HISTORY_EVENTS``)."""
 
     rule: PythonRule
     path: Path
     apply: ApplyFn
     causes: tuple[Cause, ...] = ()
+    history_events: tuple[str, ...] = ()
 
 
 def _module_name(path: Path) -> str:
@@ -121,18 +127,31 @@ def load_python_rule(path: Path) -> ApplyFn:
     return apply
 
 
+def _declared(apply: ApplyFn, name: str, valid: Callable[[object], bool], shape: str) -> tuple:
+    """The module-level ``name`` of the rule module that defines ``apply``, as a tuple
+    (empty when absent); raises :class:`PythonRuleError` unless each item is ``valid``."""
+    declared = apply.__globals__.get(name, ())
+    items = tuple(declared) if isinstance(declared, tuple | list) else (declared,)
+    for item in items:
+        if not valid(item):
+            raise PythonRuleError(f"{apply.__globals__.get('__file__')}: {name} holds {item!r} — give {shape}")
+    return items
+
+
 def declared_causes(apply: ApplyFn) -> tuple[Cause, ...]:
     """The ``CAUSES`` of the rule module that defines ``apply`` (empty when it declares
     none). Raises :class:`PythonRuleError` unless each is four strings."""
-    declared = apply.__globals__.get("CAUSES", ())
-    causes = tuple(declared) if isinstance(declared, tuple | list) else (declared,)
-    for cause in causes:
-        if not (isinstance(cause, tuple) and len(cause) == 4 and all(isinstance(v, str) for v in cause)):
-            raise PythonRuleError(
-                f"{apply.__globals__.get('__file__')}: CAUSES holds {cause!r} — give a tuple of "
-                "(cause, domain, role, event) strings"
-            )
-    return causes
+    return _declared(
+        apply, "CAUSES", lambda c: isinstance(c, tuple) and len(c) == 4 and all(isinstance(v, str) for v in c),
+        "a tuple of (cause, domain, role, event) strings",
+    )
+
+
+def declared_history_events(apply: ApplyFn) -> tuple[str, ...]:
+    """The ``HISTORY_EVENTS`` of the rule module that defines ``apply``: the event names it
+    looks up in ``context.history`` (empty when it reads none). Raises
+    :class:`PythonRuleError` unless each is a non-empty string."""
+    return _declared(apply, "HISTORY_EVENTS", lambda e: isinstance(e, str) and bool(e), "event names (strings)")
 
 
 def attempt_job_id() -> pl.Expr:
@@ -156,7 +175,8 @@ def rooted_attempts(events: pl.DataFrame) -> pl.DataFrame:
 def known_events(events: pl.DataFrame, context: RuleContext, names: Iterable[str], columns: list[str]) -> pl.DataFrame:
     """``columns`` of every event named in ``names``, among ``events`` (the run's) and the
     lake's past events (``context.history``, when it has those columns), once each: what
-    a rule needs when the evidence it looks for may lie outside the attempt's window."""
+    a rule needs when the evidence it looks for may lie outside the attempt's window. The
+    rule declares ``names`` in its ``HISTORY_EVENTS``, or history holds none of them."""
     names = list(names)
     frames = [events.select(*columns, _event=pl.col("event")).filter(pl.col("_event").is_in(names)).drop("_event")]
     if set(columns) | {"event"} <= set(context.history.collect_schema().names()):
