@@ -258,13 +258,27 @@ def extract_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) ->
     return dedupe_events(_extract(observations, pack, ordered=False), pack)
 
 
+EXTRACTOR_CODE = ("extract.py", "rules/loader.py", "rules/model.py")
+"""The files (under ``engine/``) of the code that turns a pack's extract rules into events."""
+
+
 @cache
 def _extractor_digest() -> bytes:
-    """Digest of the code that turns a pack into events (this module and the rule loader's
-    package): a change to it makes landed events stale. Read once per process, not per day."""
+    """Digest of :data:`EXTRACTOR_CODE`: a change to it makes landed events stale. Read once
+    per process, not per day."""
     digest = hashlib.sha256()
-    for path in (Path(__file__), *sorted((Path(__file__).parent / "rules").glob("*.py"))):
-        digest.update(path.read_bytes())
+    for name in EXTRACTOR_CODE:
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.digest()
+
+
+def _extract_rules_digest(pack: RulePack) -> bytes:
+    """Digest of what of the pack decides the events of a line: its extract rules, without
+    their titles and inline tests. Editing a python rule, a suppress or precedence rule, a
+    comment or a test changes a pack's version, not the events its lines yield."""
+    digest = hashlib.sha256()
+    for rule in pack.extract:
+        digest.update(rule.model_dump_json(exclude={"title", "tests"}).encode())
     return digest.digest()
 
 
@@ -283,9 +297,10 @@ def line_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl
 
 def landing_derivation(pack: RulePack) -> Derivation:
     """Extraction at landing: the :func:`line_events` of each observations file, written
-    beside it as it lands. The name holds a digest of the pack and of the extractor's code,
-    so a run with another pack (or another causelake) never reads them."""
-    digest = hashlib.sha256(pack.version.encode() + _extractor_digest())
+    beside it as it lands. The name holds a digest of the pack's extract rules and of the
+    extractor's code, so a run whose pack extracts otherwise (or another causelake) never
+    reads them, while one whose pack differs only elsewhere does."""
+    digest = hashlib.sha256(_extract_rules_digest(pack) + _extractor_digest())
     # An event is on its line's day: the partition of the file it came from.
     return Derivation(f"events-{digest.hexdigest()[:16]}", "observations",
                       lambda rows: line_events(rows, pack).with_columns(pl.col("ts").dt.date().alias("day")))

@@ -123,9 +123,11 @@ def test_a_lake_landed_without_extraction_gives_the_same_verdicts_and_events(dem
             assert got.sort(got.columns, nulls_last=True).equals(want.sort(want.columns, nulls_last=True)), mine
 
 
-def test_a_run_reads_the_events_landed_for_its_own_pack_only(tmp_path):
+def test_a_run_reads_the_events_landed_for_its_own_extract_rules_only(tmp_path):
     """With the landed events of its pack a run does not read the lines (emptied landed
-    events leave only the metric events); with another pack it extracts the lines itself."""
+    events leave only the metric events), nor with a pack that differs only where
+    extraction does not look (a python rule, a comment); with other extract rules it
+    extracts the lines itself."""
     lake = landing_lake(tmp_path / "lake")
     run_demo(lake)
     events = lake.scan("events").collect().sort("event_id")
@@ -140,8 +142,15 @@ def test_a_run_reads_the_events_landed_for_its_own_pack_only(tmp_path):
     rules = tmp_path / "rules"
     shutil.copytree(REPO / "rules", rules)
     (rules / "benign.yaml").write_text((rules / "benign.yaml").read_text() + "\n# another pack\n")
+    (rules / "straggler.py").write_text((rules / "straggler.py").read_text() + "\n# edited\n")
+    edited = load_rule_pack([rules])
+    assert edited.version != load_rule_pack().version
+    run_attribution(lake, since, until, pack=edited)
+    assert lake.scan("events").filter(pl.col("source") != "metrics").collect().is_empty()
+    banner = '    prefilter: ["NCCL INFO", "Connected all"]\n'
+    (rules / "benign.yaml").write_text((rules / "benign.yaml").read_text().replace(
+        banner, banner.replace(']', ', "Init COMPLETE"]'), 1))
     other = load_rule_pack([rules])
-    assert other.version != load_rule_pack().version
     run_attribution(lake, since, until, pack=other)
     assert lake.scan("events").collect().sort("event_id").equals(events)
 
