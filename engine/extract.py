@@ -272,16 +272,6 @@ def _extractor_digest() -> bytes:
     return digest.digest()
 
 
-def _extract_rules_digest(pack: RulePack) -> bytes:
-    """Digest of what of the pack decides the events of a line: its extract rules, without
-    their titles and inline tests. Editing a python rule, a suppress or precedence rule, a
-    comment or a test changes a pack's version, not the events its lines yield."""
-    digest = hashlib.sha256()
-    for rule in pack.extract:
-        digest.update(rule.model_dump_json(exclude={"title", "tests"}).encode())
-    return digest.digest()
-
-
 ADDRESS_GROUP = "(?P<addr>"
 """The capture of a benign rule that names its node's network address: runs keep its events."""
 ADDRESS_PARAM = '"addr":'
@@ -300,7 +290,7 @@ def landing_derivation(pack: RulePack) -> Derivation:
     beside it as it lands. The name holds a digest of the pack's extract rules and of the
     extractor's code, so a run whose pack extracts otherwise (or another causelake) never
     reads them, while one whose pack differs only elsewhere does."""
-    digest = hashlib.sha256(_extract_rules_digest(pack) + _extractor_digest())
+    digest = hashlib.sha256(pack.extraction_digest + _extractor_digest())
     # An event is on its line's day: the partition of the file it came from.
     return Derivation(f"events-{digest.hexdigest()[:16]}", "observations",
                       lambda rows: line_events(rows, pack).with_columns(pl.col("ts").dt.date().alias("day")))

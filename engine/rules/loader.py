@@ -19,6 +19,7 @@ import hashlib
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,16 @@ class RulePack:
                     rows.append({"rule_id": rule.id, "event": outcome.event or rule.event, "names_node": names})
         schema = {"rule_id": pl.String, "event": pl.String, "names_node": pl.String}
         return pl.DataFrame(rows, schema=schema).unique(["rule_id", "event"], keep="first", maintain_order=True)
+
+    @cached_property
+    def extraction_digest(self) -> bytes:
+        """Digest of what of the pack decides the events of a line: its extract rules,
+        without their titles and inline tests. Editing a python, suppress or precedence
+        rule, a comment or a test changes the pack's version, not this."""
+        digest = hashlib.sha256()
+        for rule in self.extract:
+            digest.update(rule.model_dump_json(exclude={"title", "tests"}).encode())
+        return digest.digest()
 
     def history_events(self) -> tuple[str, ...]:
         """The event names the pack's python rules read from past events (their
