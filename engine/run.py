@@ -28,8 +28,8 @@ import polars as pl
 
 from engine.config import EngineConfig
 from engine.correlate import (
-    apply_precedence, apply_suppress, attach_events, demote_outlived_prestart_roots, demote_recovered_outages,
-    demote_roots_after_the_hang, restore_orphaned_confirmations,
+    WINDOW_BUCKET, apply_precedence, apply_suppress, attach_events, demote_outlived_prestart_roots,
+    demote_recovered_outages, demote_roots_after_the_hang, node_day_windows, restore_orphaned_confirmations,
 )
 from engine.decide import decide, state_table
 from engine.extract import lake_events, landing_derivation
@@ -557,18 +557,62 @@ class _PastEvents:
     """The rows of the events table whose event the pack's python rules read from history
     (:meth:`RulePack.history_events`), kept in memory for a run: read whole once, then day
     by day as the run rewrites days. Each chunk's ``history`` is then what a scan of the
-    whole table would give at that point, without scanning it once per chunk."""
+    whole table would give at that point (earlier runs' node lines placed, below), without
+    scanning it once per chunk.
+
+    A node's line in the events table is no attempt's: a run attaches it to the attempts
+    whose window it falls in only in memory, and passes those of one chunk on to the next
+    (``located``). Lines of the ``repeat_window`` before the run's first day are placed
+    here the same way, in every attempt of the lake's attempts table that ended then and
+    whose window ``[start - lookback, end + grace]`` holds them (on the node's own clock),
+    so that a rule counting jobs sees those of earlier runs too. Older lines, and lines in
+    no attempt's window, stay no attempt's.
+    """
 
     lake: Lake
     names: tuple[str, ...]
+    first_day: date
+    """The first day the run reads: lines before it are the earlier runs'."""
+    config: EngineConfig
     frame: pl.DataFrame | None = None
 
     def _read(self, days: list[date] | None) -> pl.DataFrame:
         scan = self.lake.scan("events", days=days)
         return (scan.filter(pl.col("event").is_in(self.names)) if self.names else scan.clear()).collect()
 
+    def _placed(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """``rows`` with each node line of the ``repeat_window`` before :attr:`first_day`
+        copied into the earlier attempts whose window holds it."""
+        first = self.first_day - timedelta(seconds=self.config.seconds("repeat_window"))
+        earlier = (pl.col("day") >= first) & (pl.col("day") < self.first_day)
+        loose = pl.col("attempt_id").is_null() & pl.col("node").is_not_null() & earlier
+        if not rows.select(loose.any()).item():
+            return rows
+        lines = rows.filter(loose).with_row_index("_row")
+        attempts = (
+            self.lake.scan("attempts", days=days_between(first, self.first_day - timedelta(days=1)))
+            .filter(pl.col("end_ts").is_not_null())
+            .select("cluster", "attempt_id", "start_ts", "end_ts", "nodes")
+            .collect()
+        )
+        windows = node_day_windows(
+            attempts, timedelta(seconds=self.config.seconds("lookback")), timedelta(seconds=self.config.seconds("grace")),
+            ["cluster", "attempt_id"],
+        ).select("cluster", "node", "bucket", pl.col("attempt_id").alias("_attempt"), "lo", "hi")
+        placed = (
+            lines.with_columns(pl.col("ts").dt.truncate(WINDOW_BUCKET).alias("bucket"))
+            .join(windows, on=["cluster", "node", "bucket"])
+            .filter(pl.col("ts").is_between(pl.col("lo"), pl.col("hi")))
+            .with_columns(pl.col("_attempt").alias("attempt_id"))
+            .sort("_row", "attempt_id")
+            .select(lines.columns)
+        )
+        unplaced = lines.join(placed.select("_row"), on="_row", how="anti")
+        return pl.concat([rows.filter(~loose), placed.drop("_row"), unplaced.drop("_row")])
+
     def rewritten(self, days: list[date]) -> None:
-        """Take in ``days`` as the run just rewrote them."""
+        """Take in ``days`` as the run just rewrote them (days of the run: no line there is
+        placed, the run attaches them itself)."""
         if self.frame is not None and self.names and days:
             self.frame = pl.concat([self.frame.filter(~pl.col("day").is_in(days)), self._read(days)])
 
@@ -576,7 +620,7 @@ class _PastEvents:
         """The past events a python rule sees: the lake's and those ``located`` by the
         run's earlier chunks, of the declared events only."""
         if self.frame is None:
-            self.frame = self._read(None)
+            self.frame = self._placed(self._read(None))
         earlier = located.filter(pl.col("event").is_in(self.names)) if located.width else located
         return pl.concat([self.frame.drop("day").lazy(), earlier.lazy()], how="diagonal_relaxed")
 
@@ -651,7 +695,7 @@ def run_attribution(
     # one no chunk reads: the events table then matches the pack over the whole span.
     span = days_between(min(w[0] for w in count_windows), max(w[-1] for w in count_windows))
     day_events = _DayEvents(lake, pack, clusters, run_clusters, span, say)
-    past = _PastEvents(lake, pack.history_events())
+    past = _PastEvents(lake, pack.history_events(), span[0], config)
     failing = failing_connectors(lake)
     n_attempts = sum(p.height for p in scoped)
     timings["scope"] = time.perf_counter() - tick
