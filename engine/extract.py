@@ -19,8 +19,8 @@ node/attempt/rank/GPU/port whose gap to the previous repeat is within the rule's
 Extraction at landing: every event comes from one line, so the events of a day are the
 union of the events of its files. :func:`landing_derivation` has the lake extract each
 observations file while it is being landed (the lines are in memory then); a run reads
-those events (:func:`lake_events`) and extracts only the files that have none for its
-pack, then collapses floods over the whole day as before.
+those events (:func:`lake_events`, each file's floods already collapsed) and extracts
+only the files that have none for its pack, then collapses floods over the whole day.
 """
 
 from __future__ import annotations
@@ -286,20 +286,22 @@ def line_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl
 
 
 def landing_derivation(pack: RulePack) -> Derivation:
-    """Extraction at landing: the :func:`line_events` of each observations file, written
-    beside it as it lands. The name holds a digest of the pack's extract rules and of the
+    """Extraction at landing: the :func:`line_events` of each observations file, floods
+    collapsed (:func:`dedupe_events`), written beside it as it lands. The name holds a digest of the pack's extract rules and of the
     extractor's code, so a run whose pack extracts otherwise (or another causelake) never
     reads them, while one whose pack differs only elsewhere does."""
     digest = hashlib.sha256(pack.extraction_digest + _extractor_digest())
     # An event is on its line's day: the partition of the file it came from.
     return Derivation(f"events-{digest.hexdigest()[:16]}", "observations",
-                      lambda rows: line_events(rows, pack).with_columns(pl.col("ts").dt.date().alias("day")))
+                      lambda rows: dedupe_events(line_events(rows, pack), pack).with_columns(
+                          pl.col("ts").dt.date().alias("day")))
 
 
 def lake_events(lake: Lake, pack: RulePack, files: Sequence[Path]) -> pl.DataFrame:
     """Events of the observations ``files`` of one lake, floods collapsed: read from their
-    landed events (:func:`landing_derivation`) where those exist, extracted from the file
-    otherwise — the same events either way."""
+    landed events (:func:`landing_derivation`, each file's floods collapsed) where those
+    exist, extracted from the file otherwise — the same events either way — and collapsed
+    again across the files (a node's flood can span its syslog and kmsg files)."""
     return dedupe_events(lake.read_derived(landing_derivation(pack), files).cast(dict(EVENT_SCHEMA)), pack)
 
 
@@ -320,9 +322,14 @@ def dedupe_events(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     """Collapse floods: repeats within the rule's ``dedupe_window`` of the previous repeat.
 
     Repeats are rows equal on :data:`DEDUPE_KEYS`. A run of repeats whose consecutive gaps
-    (from the previous repeat's ``last_ts`` to this ``ts``) are within the window becomes one
-    event: the first row's fields, ``ts`` of the first, ``last_ts`` of the last and ``count``
-    the sum of counts. Rules not in the pack use the default window (5m).
+    (from the latest ``last_ts`` of the repeats before it to this ``ts``) are within the
+    window becomes one event: the first row's fields, ``ts`` of the first, the latest
+    ``last_ts`` and ``count`` the sum of counts. Rules not in the pack use the default
+    window (5m).
+
+    Rows that are themselves collapsed floods merge as their lines would have: collapsing
+    each file's events and then their union gives what collapsing the union of the lines
+    gives (landing collapses each file's, a run the day's).
     """
     if events.is_empty():
         return events
@@ -331,13 +338,17 @@ def dedupe_events(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
         list(windows), list(windows.values()), default=_DEFAULT_WINDOW_S, return_dtype=pl.Float64
     ) if windows else pl.lit(_DEFAULT_WINDOW_S)
     # An event that is the only one of its key (one rank's line; half of a simulated day's
-    # events) is a burst of its own. Only the repeated keys are ordered, each numbered once (a hash join), so the sort
-    # compares one integer and the stamp instead of nine strings (a third off the dedupe).
+    # events) is a burst of its own. Only the repeated keys are ordered, each numbered once
+    # (a hash join), so the sort compares one integer and the stamp instead of nine strings
+    # (a third off the dedupe).
     repeated = events.select(pl.struct(DEDUPE_KEYS).is_duplicated()).to_series()
     repeats = events.filter(repeated)
     keys = repeats.select(DEDUPE_KEYS).unique(maintain_order=True).with_row_index("_key")
     ordered = repeats.join(keys, on=DEDUPE_KEYS, nulls_equal=True).sort("_key", "ts", "origin", nulls_last=True)
-    gap_s = (pl.col("ts") - pl.col("last_ts").shift(1)).dt.total_microseconds() / 1_000_000
+    # The latest end so far, not the previous row's: a collapsed flood may outlast the
+    # shorter ones that start after it.
+    latest = pl.col("last_ts").cum_max().over("_key").shift(1)
+    gap_s = (pl.col("ts") - latest).dt.total_microseconds() / 1_000_000
     starts = ((pl.col("_key") != pl.col("_key").shift(1)) | (gap_s > window_s)).fill_null(True)
     flagged = ordered.with_columns(starts.alias("_start"))
     burst = pl.col("_start").cum_sum()

@@ -8,6 +8,7 @@ The rules come from tests/good_rules/ (independent of the bundled rules/).
 from __future__ import annotations
 
 import json
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -167,6 +168,24 @@ def test_dedupe_is_idempotent(pack):
     obs = observations([{"message": XID_79, "at": i} for i in range(10)])
     once = extract_events(obs, pack)
     assert_frame_equal(dedupe_events(once, pack), once)
+
+
+def test_collapsing_each_files_floods_then_their_union_is_collapsing_the_lines(pack):
+    """Landing collapses each file's floods, a run the day's: the same events as one pass
+    over every line. Here floods of two GPUs and a lone XID, split over three files at
+    random, with stretches where one file's flood outlasts the others' shorter ones."""
+    other = XID_79.replace("0000:06:00", "0000:07:00")
+    stamps = [0, 1, 2, 40, 41, 100, 230, 231, 400, 700, 701, 702, 1000, 1001, 1400, 1401, 2000]
+    rows = [{"message": m, "at": at, "origin": f"f:{i}"} for i, (m, at) in enumerate(
+        [(XID_79, at) for at in stamps] + [(other, at * 2) for at in stamps] + [(XID_45, 5)]
+    )]
+    whole = extract_events(observations(rows), pack)
+    assert whole["count"].max() > 1 and whole.height > 3
+    for seed in range(20):
+        part = pl.Series(random.Random(seed).choices(range(3), k=len(rows)))
+        files = [observations([r for r, p in zip(rows, part, strict=True) if p == k]) for k in range(3)]
+        pieces = pl.concat([extract_events(f, pack) for f in files if f.height])
+        assert_frame_equal(dedupe_events(pieces, pack), whole)
 
 
 def test_extraction_is_deterministic(pack):
