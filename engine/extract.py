@@ -351,6 +351,8 @@ def dedupe_events(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     gap_s = (pl.col("ts") - latest).dt.total_microseconds() / 1_000_000
     starts = ((pl.col("_key") != pl.col("_key").shift(1)) | (gap_s > window_s)).fill_null(True)
     flagged = ordered.with_columns(starts.alias("_start"))
+    if flagged["_start"].all():  # nothing to fold: a run's pass over floods landing collapsed
+        return events.sort(ORDER, nulls_last=True, maintain_order=True)
     burst = pl.col("_start").cum_sum()
     totals = flagged.group_by(burst.alias("_burst"), maintain_order=True).agg(
         pl.col("last_ts").max(), pl.col("count").sum()
