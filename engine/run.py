@@ -527,20 +527,23 @@ class _DayEvents:
         return read
 
     def window(
-        self, read: list[tuple[date, tuple]], days: list[date], count_days: list[date], keep_from: date
+        self, read: list[tuple[date, tuple]], days: list[date], count_days: list[date], keep_from: date,
+        past: _PastEvents,
     ) -> tuple[pl.DataFrame, ...]:
-        """Write the events of the days just ``read``, then return the events of ``days`` and
-        the node-hour and attempt counts of ``count_days``; days before ``keep_from`` are not
-        kept."""
+        """Write the events of the days just ``read`` (and hand them to ``past``), then
+        return the events of ``days`` and the node-hour and attempt counts of
+        ``count_days``; days before ``keep_from`` are not kept."""
         tick = time.perf_counter()
         for day, (events, n_obs, counts) in read:
             self.observations += n_obs
             self.events += events.height
             self.say(f"extracted {events.height} events from {n_obs} lines of {day}")
             by_cluster = events.partition_by("cluster", as_dict=True)
-            for cluster in sorted({c for (c,) in by_cluster} | set(self.run_clusters)):
+            written = {c for (c,) in by_cluster} | set(self.run_clusters)
+            for cluster in sorted(written):
                 part = by_cluster.get((cluster,), events.head(0)).drop("cluster")
                 self.lake.replace_partitions("events", part, cluster=cluster, days=[day])
+            past.rewritten(day, events, written)
             if day >= keep_from:
                 self.cache[day] = (events, *counts)
         self.write_s += time.perf_counter() - tick
@@ -555,10 +558,10 @@ class _DayEvents:
 @dataclass
 class _PastEvents:
     """The rows of the events table whose event the pack's python rules read from history
-    (:meth:`RulePack.history_events`), kept in memory for a run: read whole once, then day
-    by day as the run rewrites days. Each chunk's ``history`` is then what a scan of the
-    whole table would give at that point (earlier runs' node lines placed, below), without
-    scanning it once per chunk.
+    (:meth:`RulePack.history_events`), kept in memory for a run: read whole once, then
+    given each day the run rewrites as it writes it. Each chunk's ``history`` is then what
+    a scan of the whole table would give at that point (earlier runs' node lines placed,
+    below), without scanning it once per chunk.
 
     A node's line in the events table is no attempt's: a run attaches it to the attempts
     whose window it falls in only in memory, and passes those of one chunk on to the next
@@ -576,8 +579,8 @@ class _PastEvents:
     config: EngineConfig
     frame: pl.DataFrame | None = None
 
-    def _read(self, days: list[date] | None) -> pl.DataFrame:
-        scan = self.lake.scan("events", days=days)
+    def _read(self) -> pl.DataFrame:
+        scan = self.lake.scan("events")
         return (scan.filter(pl.col("event").is_in(self.names)) if self.names else scan.clear()).collect()
 
     def _placed(self, rows: pl.DataFrame) -> pl.DataFrame:
@@ -610,17 +613,24 @@ class _PastEvents:
         unplaced = lines.join(placed.select("_row"), on="_row", how="anti")
         return pl.concat([rows.filter(~loose), placed.drop("_row"), unplaced.drop("_row")])
 
-    def rewritten(self, days: list[date]) -> None:
-        """Take in ``days`` as the run just rewrote them (days of the run: no line there is
-        placed, the run attaches them itself)."""
-        if self.frame is not None and self.names and days:
-            self.frame = pl.concat([self.frame.filter(~pl.col("day").is_in(days)), self._read(days)])
+    def rewritten(self, day: date, events: pl.DataFrame, clusters: set[str]) -> None:
+        """Take in ``day`` as the run just rewrote it for ``clusters``, with ``events``
+        (events columns plus ``cluster``: what it wrote, so the day is not read back). A
+        day of the run: no line there is placed, the run attaches them itself."""
+        if self.frame is None or not self.names:
+            return
+        mine = events.filter(pl.col("event").is_in(self.names)).with_columns(pl.lit(day).alias("day"))
+        # Copied out of the day's frame: filtered string columns still hold all its text,
+        # and the few rows kept of each day would keep every day's in memory (0.7 GB at 1M).
+        mine = pl.from_arrow(mine.to_arrow(compat_level=pl.CompatLevel.oldest()))
+        kept = self.frame.filter((pl.col("day") != day) | ~pl.col("cluster").is_in(list(clusters)))
+        self.frame = pl.concat([kept, mine.select(self.frame.columns).cast(self.frame.schema)])
 
     def history(self, located: pl.DataFrame) -> pl.LazyFrame:
         """The past events a python rule sees: the lake's and those ``located`` by the
         run's earlier chunks, of the declared events only."""
         if self.frame is None:
-            self.frame = self._placed(self._read(None))
+            self.frame = self._placed(self._read())
         earlier = located.filter(pl.col("event").is_in(self.names)) if located.width else located
         return pl.concat([self.frame.drop("day").lazy(), earlier.lazy()], how="diagonal_relaxed")
 
@@ -715,11 +725,10 @@ def run_attribution(
             read = pending.result()
             if k + 1 < len(scoped):
                 pending = ahead.submit(day_events.read, count_windows[k + 1])
-            events, per_hour, per_attempt = day_events.window(read, windows[k], count_windows[k], keep_from[k])
+            events, per_hour, per_attempt = day_events.window(read, windows[k], count_windows[k], keep_from[k], past)
             tick = time.perf_counter()
             failures = connector_failures(lake, part, config, failing)
             coverage = side.submit(coverage_from_counts, part, per_hour, per_attempt, failures, config)
-            past.rewritten([day for day, _ in read])
             correlated = correlate(part, events, pack, config, history=past.history(located))
             verdicts = decide(part, correlated, coverage.result(), pack, config)
             del events

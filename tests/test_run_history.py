@@ -86,10 +86,9 @@ def test_a_day_the_run_rewrites_replaces_its_rows(lake, tmp_path):
     before = history(copy, past)
     # The day and cluster of a declared event: rewritten without it, as another pack would.
     cluster, day = copy.scan("events").filter(pl.col("event").is_in(NAMES)).select("cluster", "day").first().collect().row(0)
-    rows = copy.scan("events", clusters=[cluster], days=[day]).collect()
-    copy.replace_partitions("events", rows.filter(~pl.col("event").is_in(NAMES)).drop("cluster", "day"),
-                            cluster=cluster, days=[day])
-    past.rewritten([day])
+    kept = copy.scan("events", clusters=[cluster], days=[day]).collect().filter(~pl.col("event").is_in(NAMES))
+    copy.replace_partitions("events", kept.drop("cluster", "day"), cluster=cluster, days=[day])
+    past.rewritten(day, kept.drop("day"), {cluster})
     after = history(copy, past)
     assert after.height < before.height
     assert_frame_equal(after, history(copy, first_day=date(2026, 11, 27)))
