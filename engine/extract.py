@@ -287,9 +287,10 @@ def line_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl
 
 def landing_derivation(pack: RulePack) -> Derivation:
     """Extraction at landing: the :func:`line_events` of each observations file, floods
-    collapsed (:func:`dedupe_events`), written beside it as it lands. The name holds a digest of the pack's extract rules and of the
-    extractor's code, so a run whose pack extracts otherwise (or another causelake) never
-    reads them, while one whose pack differs only elsewhere does."""
+    collapsed (:func:`dedupe_events`), written beside it as it lands. The name holds a
+    digest of the pack's extract rules and of the extractor's code, so a run whose pack
+    extracts otherwise (or another causelake) never reads them, while one whose pack
+    differs only elsewhere does."""
     digest = hashlib.sha256(pack.extraction_digest + _extractor_digest())
     # An event is on its line's day: the partition of the file it came from.
     return Derivation(f"events-{digest.hexdigest()[:16]}", "observations",
