@@ -183,13 +183,17 @@ def test_causes_a_python_rule_declares_are_in_the_catalog(tmp_path):
     )
 
 
-def test_a_malformed_causes_declaration_is_a_located_issue(tmp_path):
+@pytest.mark.parametrize(("declaration", "message"), [
+    ('CAUSES = (("gpu.confirmed_xid", "gpu"),)', "give a tuple of (cause, domain, role, event) strings"),
+    ('HISTORY_EVENTS = ("host.node_boot", 7)', "HISTORY_EVENTS holds 7 — give event names (strings)"),
+])
+def test_a_malformed_declaration_is_a_located_issue(tmp_path, declaration, message):
     _python_pack(tmp_path)
     with (tmp_path / "confirm.py").open("a") as fh:
-        fh.write('CAUSES = (("gpu.confirmed_xid", "gpu"),)\n')
+        fh.write(declaration + "\n")
     issues = lint_rule_pack([tmp_path])
     assert [(i.line, i.field) for i in issues] == [(5, "path")]
-    assert "give a tuple of (cause, domain, role, event) strings" in issues[0].message
+    assert message in issues[0].message
 
 
 def test_the_history_events_python_rules_declare_are_the_packs(tmp_path):
@@ -199,15 +203,6 @@ def test_the_history_events_python_rules_declare_are_the_packs(tmp_path):
     pack = load_rule_pack([tmp_path])
     assert pack.python[0].history_events == ("host.node_boot", "gpu_xid")
     assert pack.history_events() == ("gpu_xid", "host.node_boot")
-
-
-def test_a_malformed_history_events_declaration_is_a_located_issue(tmp_path):
-    _python_pack(tmp_path)
-    with (tmp_path / "confirm.py").open("a") as fh:
-        fh.write('HISTORY_EVENTS = ("host.node_boot", 7)\n')
-    issues = lint_rule_pack([tmp_path])
-    assert [(i.line, i.field) for i in issues] == [(5, "path")]
-    assert "HISTORY_EVENTS holds 7 — give event names (strings)" in issues[0].message
 
 
 def test_inline_tests_of_the_good_pack_pass():
