@@ -23,7 +23,8 @@ after the end cannot have caused it.
 
 ``repeat_window`` (7 days)
     A node blamed for infrastructure failures of other jobs within this window is a repeat
-    offender (fleet stage).
+    offender (fleet stage). Python rules see the jobs of this window before a run too
+    (their ``context.history``: repeated XIDs on one GPU).
 ``systemic_window`` (10 min) and ``systemic_nodes`` (3)
     The same root cause on at least this many nodes within this window is a systemic event.
 ``quiet_horizon`` (12 h)
