@@ -49,11 +49,8 @@ def attach_events(
     # A window of a node whose clock is off lies on that clock; its events, once inside,
     # move back onto the attempt's.
     shift = pl.col("_offset").fill_null(timedelta(0))
-    on_nodes = (
-        node_events.with_columns(pl.col("ts").dt.truncate(WINDOW_BUCKET).alias("bucket"))
-        .join(windows, on=["cluster", "node", "bucket"], how="inner")
-        .filter((pl.col("ts") >= pl.col("lo")) & (pl.col("ts") <= pl.col("hi")))
-        .with_columns((pl.col("ts") - shift).alias("ts"), (pl.col("last_ts") - shift).alias("last_ts"))
+    on_nodes = in_windows(node_events, windows).with_columns(
+        (pl.col("ts") - shift).alias("ts"), (pl.col("last_ts") - shift).alias("last_ts")
     )
     # Joined on the attempt id alone, then checked for the cluster: a join on two string
     # keys costs about three times as much, and the result is the same.
@@ -176,9 +173,10 @@ def node_day_windows(
     by its ``_offset`` (kept, null elsewhere).
 
     Joining node events on ``(cluster, node, bucket)`` and then checking the exact bounds
-    is an interval join whose intermediate size follows the attempts a node ran that day,
-    not every attempt it ever ran: a plain join on the node would pair each of a node's
-    events with each of its attempts, which at a fleet's scale is billions of rows.
+    (:func:`in_windows`) is an interval join whose intermediate size follows the attempts
+    a node ran that day, not every attempt it ever ran: a plain join on the node would
+    pair each of a node's events with each of its attempts, which at a fleet's scale is
+    billions of rows.
     """
     windows = (
         attempts.select(
@@ -199,6 +197,17 @@ def node_day_windows(
     return windows.with_columns(
         pl.datetime_ranges(pl.col("lo").dt.truncate(WINDOW_BUCKET), pl.col("hi"), WINDOW_BUCKET).alias("bucket")
     ).explode("bucket")
+
+
+def in_windows(events: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """``events`` (with ``cluster``, ``node``, ``ts``) joined to the
+    :func:`node_day_windows` whose ``[lo, hi]`` holds them: one row per event and window,
+    with the window's columns."""
+    return (
+        events.with_columns(pl.col("ts").dt.truncate(WINDOW_BUCKET).alias("bucket"))
+        .join(windows, on=["cluster", "node", "bucket"], how="inner")
+        .filter((pl.col("ts") >= pl.col("lo")) & (pl.col("ts") <= pl.col("hi")))
+    )
 
 
 PRECISE_TS = ("line", "monotonic")

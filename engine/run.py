@@ -28,8 +28,8 @@ import polars as pl
 
 from engine.config import EngineConfig
 from engine.correlate import (
-    WINDOW_BUCKET, apply_precedence, apply_suppress, attach_events, demote_outlived_prestart_roots,
-    demote_recovered_outages, demote_roots_after_the_hang, node_day_windows, restore_orphaned_confirmations,
+    apply_precedence, apply_suppress, attach_events, demote_outlived_prestart_roots, demote_recovered_outages,
+    demote_roots_after_the_hang, in_windows, node_day_windows, restore_orphaned_confirmations,
 )
 from engine.decide import decide, state_table
 from engine.extract import lake_events, landing_derivation
@@ -601,15 +601,8 @@ class _PastEvents:
         windows = node_day_windows(
             attempts, timedelta(seconds=self.config.seconds("lookback")), timedelta(seconds=self.config.seconds("grace")),
             ["cluster", "attempt_id"],
-        ).select("cluster", "node", "bucket", pl.col("attempt_id").alias("_attempt"), "lo", "hi")
-        placed = (
-            lines.with_columns(pl.col("ts").dt.truncate(WINDOW_BUCKET).alias("bucket"))
-            .join(windows, on=["cluster", "node", "bucket"])
-            .filter(pl.col("ts").is_between(pl.col("lo"), pl.col("hi")))
-            .with_columns(pl.col("_attempt").alias("attempt_id"))
-            .sort("_row", "attempt_id")
-            .select(lines.columns)
-        )
+        ).select("cluster", "node", "bucket", "attempt_id", "lo", "hi")
+        placed = in_windows(lines.drop("attempt_id"), windows).sort("_row", "attempt_id").select(lines.columns)
         unplaced = lines.join(placed.select("_row"), on="_row", how="anti")
         return pl.concat([rows.filter(~loose), placed.drop("_row"), unplaced.drop("_row")])
 
