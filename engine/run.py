@@ -183,17 +183,14 @@ def landing_lake(root: str | Path, pack: RulePack | None = None) -> Lake:
 
 
 def coverage_counts(lake: Lake, files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The two aggregates coverage is computed from, for the observations ``files``:
+    """The two kinds of counts coverage is computed from, for the observations ``files``:
     ``(cluster, node, source, hour, rows)`` and ``(cluster, attempt_id, source, node,
-    rows)``, read from the files' landed counts where those exist. Aggregates of separate
-    days concatenate (an hour never spans two days)."""
+    rows)``, read from the files' landed counts where those exist. A key may repeat (one
+    row per file that holds it): :func:`coverage_from_counts` sums them, so regrouping
+    here would only cost a pass over every node-hour of the day."""
     counts = lake.read_derived(COUNTS, files)
-    per_hour = counts.filter(pl.col("attempt_id").is_null()).group_by("cluster", "node", "source", "hour").agg(
-        pl.col("rows").sum()
-    )
-    per_attempt = counts.filter(pl.col("attempt_id").is_not_null()).group_by(
-        "cluster", "attempt_id", "source", "node"
-    ).agg(pl.col("rows").sum())
+    per_hour = counts.filter(pl.col("attempt_id").is_null()).select("cluster", "node", "source", "hour", "rows")
+    per_attempt = counts.filter(pl.col("attempt_id").is_not_null()).select("cluster", "attempt_id", "source", "node", "rows")
     return per_hour, per_attempt
 
 
@@ -213,8 +210,8 @@ def coverage_from_counts(
     attempts: pl.DataFrame, per_hour: pl.DataFrame, per_attempt: pl.DataFrame,
     failures: pl.DataFrame, config: EngineConfig,
 ) -> pl.DataFrame:
-    """Coverage of ``attempts`` from :func:`coverage_counts` aggregates and the coverage
-    entries of failed connectors (:func:`connector_failures`).
+    """Coverage of ``attempts`` from :func:`coverage_counts` counts (a key may repeat: its
+    rows are summed) and the coverage entries of failed connectors (:func:`connector_failures`).
 
     Node-level counts are summed cumulatively per (cluster, node, source), so a window's
     count is two as-of lookups (the running total at its end minus the one before its
@@ -233,7 +230,10 @@ def coverage_from_counts(
     horizon = timedelta(seconds=config.seconds("quiet_horizon"))
     # One integer key per (cluster, node, source) log: the running sums and the as-of
     # lookups group by it instead of three strings. One grouping gives the key and each
-    # log's hours in order (all the running sum and the lookups need).
+    # log's hours in order (all the running sum and the lookups need). An hour counted in
+    # several rows (two files of one log, or of two days) needs no merging: the running
+    # sum at the last of them holds them all, and a backward as-of lookup takes the last
+    # of tied hours.
     grouped = (
         per_hour.group_by("cluster", "node", "source")
         .agg(pl.col("hour").sort(), pl.col("rows").sort_by("hour"))
@@ -244,7 +244,6 @@ def coverage_from_counts(
         grouped.select("_log", "hour", "rows").explode("hour", "rows")
         .with_columns(pl.col("rows").cum_sum().over("_log").alias("running"))
     )
-    per_attempt = per_attempt.group_by("cluster", "attempt_id", "source", "node").agg(pl.col("rows").sum())
     windows = attempts.select(
         "cluster", "attempt_id", pl.col("nodes").alias("node"),
         (pl.col("start_ts") - lookback).dt.truncate("1h").alias("lo"),

@@ -67,3 +67,28 @@ def test_a_node_log_quiet_for_longer_than_the_horizon_is_missing():
     assert _node_log_errors([-14, 4]) == missing
     assert _node_log_errors([-2, 24]) == missing
     assert _node_log_errors([-14, 4], EngineConfig(quiet_horizon="1d")) == []
+
+
+def test_counts_split_over_several_rows_give_the_coverage_of_their_sums():
+    # A rotated log and its successor landing in the same hour, and an attempt's output
+    # spread over two days, give one count row per file and day: coverage must read them
+    # as their sums, whatever order they come in.
+    merged = pl.DataFrame({
+        "cluster": "c", "node": ["n1"] * 3 + ["n2"] * 3, "source": "syslog",
+        "hour": [at(60 * h) for h in (-2, 0, 4, -14, 1, 24)], "rows": [3, 5, 2, 1, 4, 6],
+    }, schema_overrides={"rows": pl.UInt32})
+    split = pl.concat([merged, merged.with_columns(pl.lit(1, pl.UInt32).alias("rows"))]).sample(
+        fraction=1.0, shuffle=True, seed=7
+    )
+    app = pl.DataFrame({"cluster": "c", "attempt_id": ["a", "b"], "source": "app", "node": "n1", "rows": [5, 7]},
+                       schema_overrides={"rows": pl.UInt32})
+    split_app = pl.concat([app, app.with_columns(pl.lit(2, pl.UInt32).alias("rows"))]).reverse()
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]},
+                   {"attempt_id": "b", "nodes": ["n2"], "start_ts": at(60 * 3), "end_ts": at(60 * 5)})
+    failures = connector_failures(Lake("/nonexistent"), att, EngineConfig()).clear()
+
+    def coverage(per_hour: pl.DataFrame, per_attempt: pl.DataFrame) -> list[dict]:
+        return coverage_from_counts(att, per_hour, per_attempt, failures, EngineConfig()).sort("attempt_id").to_dicts()
+
+    summed = merged.with_columns(pl.col("rows") + 1)
+    assert coverage(split, split_app) == coverage(summed, app.with_columns(pl.col("rows") + 2))
