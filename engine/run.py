@@ -231,9 +231,9 @@ def coverage_from_counts(
     # One integer key per (cluster, node, source) log: the running sums and the as-of
     # lookups group by it instead of three strings. One grouping gives the key and each
     # log's hours in order (all the running sum and the lookups need). An hour counted in
-    # several rows (two files of one log, or of two days) needs no merging: the running
-    # sum at the last of them holds them all, and a backward as-of lookup takes the last
-    # of tied hours.
+    # several rows (two files of one log landed in that hour, a rotated log and its
+    # successor) needs no merging: the running sum at the last of them holds them all,
+    # and a backward as-of lookup takes the last of tied hours.
     grouped = (
         per_hour.group_by("cluster", "node", "source")
         .agg(pl.col("hour").sort(), pl.col("rows").sort_by("hour"))
