@@ -15,6 +15,8 @@ import polars as pl
 
 from engine.config import EngineConfig
 from engine.decide import CLOCK_OFFSET_RULE, INFRASTRUCTURE
+from engine.extract import DEDUPE_KEYS, dedupe_events, dedupe_window_s
+from engine.rules.loader import RulePack
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 from engine.rules.python_rules import attempt_job_id, new_events, param
 
@@ -30,13 +32,15 @@ SCOPE_KEYS = {
 
 
 def attach_events(
-    attempts: pl.DataFrame, events: pl.DataFrame, config: EngineConfig
+    attempts: pl.DataFrame, events: pl.DataFrame, pack: RulePack, config: EngineConfig
 ) -> pl.DataFrame:
     """Events joined to attempts: one row per (attempt, event) with the attempt columns.
 
     ``attempts`` has the attempts table's columns plus ``cluster``; ``events`` the events
     table's plus ``cluster``. The result keeps the event columns, sets ``attempt_id`` and adds
-    ``job_id``, ``user``, ``state``, ``start_ts``, ``end_ts`` and ``caused_by`` (null here).
+    ``job_id``, ``user``, ``state``, ``start_ts``, ``end_ts``, ``ts_hi``
+    (:func:`add_time_bounds`), ``ranks`` (:func:`collapse_rank_copies`, whose windows are
+    the ``pack``'s) and ``caused_by`` (null here).
     A node whose clock runs off its peers' has its events read on theirs
     (:func:`clock_offsets`), with a note in the evidence.
     """
@@ -67,10 +71,69 @@ def attach_events(
         parts.append(clock_notes(offsets, attempts, events))
     attached = pl.concat(parts, rechunk=True)
     return (
-        add_time_bounds(attached, skew)
+        collapse_rank_copies(add_time_bounds(attached, skew), pack)
         .with_columns(pl.lit(None, dtype=pl.String).alias("caused_by"))
         .sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
     )
+
+
+RANK_COPY_KEYS = [k for k in DEDUPE_KEYS if k != "rank"] + ["params"]
+"""Cascades of one attempt equal on these columns are the same line printed by several
+ranks of a node (:func:`collapse_rank_copies`)."""
+
+
+def collapse_rank_copies(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
+    """``events`` with ``ranks`` added, and each cascade several ranks of a node printed
+    alike one row: the NCCL aborts and teardown traces a fault makes all of a job's healthy
+    processes print (eight ranks per node, 4,096 lines for a 512-node job) say nothing
+    that one of them per node does not, and they are most of a failed attempt's events,
+    which every later join and sort pays for.
+
+    Copies are application cascades (``rank`` set, role ``cascade``) equal on
+    :data:`RANK_COPY_KEYS` (``params`` included: a line naming its own peer or duration
+    stays apart) and within the rule's ``dedupe_window`` of each other: the flood dedupe
+    across ranks (:func:`engine.extract.dedupe_events`). The row kept is the earliest copy's,
+    with ``count`` the lines of all of them, ``last_ts`` the latest, ``ts_hi`` the earliest
+    (the latest moment the first of them can have been printed) and ``ranks`` the ranks
+    that printed them, sorted; ``ranks`` is null on rows that stand for one rank or none.
+    """
+    copies = pl.col("rank").is_not_null() & (pl.col("role") == "cascade") & pl.col("attempt_id").is_not_null()
+    narrow = (
+        events.lazy().with_row_index("_row").filter(copies)
+        .select("_row", *dict.fromkeys([*RANK_COPY_KEYS, "ts", "origin", "rank", "last_ts", "count", "ts_hi"]),
+                pl.lit(None, dtype=pl.List(pl.Int32)).alias("ranks"))
+        .collect()
+    )
+    folds = [pl.col("ts_hi").min(), pl.col("rank").unique().sort().alias("ranks")]
+    taken = ["_row", "last_ts", "count", "ts_hi", "ranks"]
+    groups = (
+        narrow.group_by(RANK_COPY_KEYS)
+        .agg(pl.col("_row").sort_by("ts", "origin").first(), pl.col("_row").alias("_rows"),
+             (pl.col("last_ts").max() - pl.col("ts").min()).dt.total_microseconds().alias("_span_us"),
+             pl.col("last_ts").max(), pl.col("count").sum(), *folds)
+        .filter(pl.col("_rows").list.len() > 1)
+    )
+    # A group whose copies lie within the rule's window first to last (a node's teardown
+    # takes milliseconds) has every gap between them within it too: it is one burst, and
+    # the grouping folded it. Only the rare group spread wider needs the dedupe's bursts.
+    within = groups.select(pl.col("_span_us") <= dedupe_window_s(pack) * 1_000_000).to_series()
+    spread = groups.filter(~within)["_rows"].explode()
+    folded = pl.concat([
+        groups.filter(within).select(taken),
+        dedupe_events(narrow.filter(pl.col("_row").is_in(spread.implode())), pack, RANK_COPY_KEYS, folds).select(taken),
+    ]).with_columns(pl.when(pl.col("ranks").list.len() > 1).then("ranks").alias("ranks"))
+    # Each burst keeps its first row, which takes the burst's values; its other rows go.
+    dropped = groups["_rows"].explode()
+    dropped = dropped.filter(~dropped.is_in(folded["_row"].implode()))
+    # Each row's burst in ``folded``, null for rows that were no copy (Polars scatters no
+    # lists; a gather at null indices gives nulls).
+    burst = pl.Series(dtype=pl.UInt32).extend_constant(None, events.height).scatter(
+        folded["_row"], pl.int_range(folded.height, dtype=pl.UInt32, eager=True))
+    kept = pl.repeat(True, events.height, dtype=pl.Boolean, eager=True).scatter(dropped, False)
+    return events.with_columns(
+        *(pl.coalesce(folded[c].gather(burst), c).alias(c) for c in ("last_ts", "count", "ts_hi")),
+        folded["ranks"].gather(burst),
+    ).filter(kept)
 
 
 EVENT_TS = pl.Datetime("us", "UTC")

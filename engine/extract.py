@@ -319,14 +319,28 @@ def extract_lines(lines: Sequence[str], pack: RulePack, *, source: str | None = 
     return _extract(observations, pack)
 
 
-def dedupe_events(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
+def dedupe_window_s(pack: RulePack) -> pl.Expr:
+    """The ``dedupe_window`` of each row's rule (``rule_id``), in seconds; rules not in the
+    pack have the default (5m)."""
+    windows = pack.dedupe_seconds()
+    if not windows:
+        return pl.lit(_DEFAULT_WINDOW_S)
+    return pl.col("rule_id").replace_strict(
+        list(windows), list(windows.values()), default=_DEFAULT_WINDOW_S, return_dtype=pl.Float64
+    )
+
+
+def dedupe_events(
+    events: pl.DataFrame, pack: RulePack, keys: Sequence[str] = DEDUPE_KEYS, folds: Sequence[pl.Expr] = (),
+) -> pl.DataFrame:
     """Collapse floods: repeats within the rule's ``dedupe_window`` of the previous repeat.
 
-    Repeats are rows equal on :data:`DEDUPE_KEYS`. A run of repeats whose consecutive gaps
-    (from the latest ``last_ts`` of the repeats before it to this ``ts``) are within the
-    window becomes one event: the first row's fields, ``ts`` of the first, the latest
-    ``last_ts`` and ``count`` the sum of counts. Rules not in the pack use the default
-    window (5m).
+    Repeats are rows equal on ``keys`` (:data:`DEDUPE_KEYS`). A run of repeats whose
+    consecutive gaps (from the latest ``last_ts`` of the repeats before it to this ``ts``)
+    are within the window becomes one event: the first row's fields, ``ts`` of the first,
+    the latest ``last_ts`` and ``count`` the sum of counts, and each of ``folds`` (an
+    aggregation named after a column of ``events``) over the run instead of the first
+    row's value. Rules not in the pack use the default window (5m).
 
     Rows that are themselves collapsed floods merge as their lines would have: collapsing
     each file's events and then their union gives what collapsing the union of the lines
@@ -334,18 +348,16 @@ def dedupe_events(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     """
     if events.is_empty():
         return events
-    windows = pack.dedupe_seconds()
-    window_s = pl.col("rule_id").replace_strict(
-        list(windows), list(windows.values()), default=_DEFAULT_WINDOW_S, return_dtype=pl.Float64
-    ) if windows else pl.lit(_DEFAULT_WINDOW_S)
+    window_s = dedupe_window_s(pack)
     # An event that is the only one of its key (one rank's line; half of a simulated day's
     # events) is a burst of its own. Only the repeated keys are ordered, each numbered once
     # (a hash join), so the sort compares one integer and the stamp instead of nine strings
     # (a third off the dedupe).
-    repeated = events.select(pl.struct(DEDUPE_KEYS).is_duplicated()).to_series()
+    keys = list(keys)
+    repeated = events.select(pl.struct(keys).is_duplicated()).to_series()
     repeats = events.filter(repeated)
-    keys = repeats.select(DEDUPE_KEYS).unique(maintain_order=True).with_row_index("_key")
-    ordered = repeats.join(keys, on=DEDUPE_KEYS, nulls_equal=True).sort("_key", "ts", "origin", nulls_last=True)
+    numbered = repeats.select(keys).unique(maintain_order=True).with_row_index("_key")
+    ordered = repeats.join(numbered, on=keys, nulls_equal=True).sort("_key", "ts", "origin", nulls_last=True)
     # The latest end so far, not the previous row's: a collapsed flood may outlast the
     # shorter ones that start after it.
     latest = pl.col("last_ts").cum_max().over("_key").shift(1)
@@ -356,9 +368,9 @@ def dedupe_events(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
         return events.sort(ORDER, nulls_last=True, maintain_order=True)
     burst = pl.col("_start").cum_sum()
     totals = flagged.group_by(burst.alias("_burst"), maintain_order=True).agg(
-        pl.col("last_ts").max(), pl.col("count").sum()
+        pl.col("last_ts").max(), pl.col("count").sum(), *folds
     )
-    firsts = flagged.filter(pl.col("_start")).drop("last_ts", "count", "_start")
+    firsts = flagged.filter(pl.col("_start")).drop(totals.columns[1:], "_start")
     folded = firsts.hstack(totals.drop("_burst")).select(events.columns)
     return pl.concat([events.filter(~repeated), folded]).sort(ORDER, nulls_last=True, maintain_order=True)
 

@@ -431,7 +431,7 @@ def correlate(
     precedence and python rules (``history``: past events for those); a confirmation whose
     preferred event ended up no root is a root candidate again."""
     scheduler = state_events(attempts, pack).select(events.columns).cast(events.schema)
-    correlated = attach_events(attempts, pl.concat([without_idle_addresses(events), scheduler]), config)
+    correlated = attach_events(attempts, pl.concat([without_idle_addresses(events), scheduler]), pack, config)
     skew = timedelta(seconds=config.seconds("clock_skew"))
     correlated = apply_suppress(correlated, pack.suppress, skew)
     correlated = apply_precedence(correlated, pack.precedence, skew)

@@ -54,7 +54,12 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     if timeouts.is_empty():
         return events
-    reported = timeouts.group_by("attempt_id").agg(pl.col("rank").cast(pl.Int64).unique().alias("_reported"))
+    # A row may stand for the same line of several ranks of its node (``ranks``).
+    ranks = pl.coalesce("ranks", pl.concat_list("rank")).alias("_rank")
+    reported = (
+        timeouts.select("attempt_id", ranks).explode("_rank")
+        .group_by("attempt_id").agg(pl.col("_rank").cast(pl.Int64).unique().alias("_reported"))
+    )
     missing = (
         reported.join(_world(context.attempts), on="attempt_id")
         .with_columns(pl.int_ranges(0, pl.col("_world")).list.set_difference("_reported").alias("_missing"))

@@ -16,7 +16,11 @@ and the Python file beside it defines one function::
 ``events`` are the correlated events of the run: the EVENTS columns of
 :mod:`ingest.schema` plus ``cluster``, with ``attempt_id`` filled (a node event appears once
 per attempt it touched) and the attempt columns ``state``, ``job_id``, ``user``,
-``start_ts``, ``end_ts``. Other columns the engine adds must be passed through untouched.
+``start_ts``, ``end_ts``. A cascade line several ranks of a node printed alike is one row
+(:func:`engine.correlate.collapse_rank_copies`): ``rank`` is the first copy's, ``ranks``
+(a sorted list) holds every copy's, and is null on rows that stand for one rank or none; a
+rule asking which ranks reported a line reads ``ranks`` where it is set. Other columns the
+engine adds must be passed through untouched.
 
 ``apply`` returns a frame with the same columns (same names and dtypes). It may change
 ``role``, ``domain``, ``cause`` and ``action`` of existing rows (:func:`link_to_roots` makes
