@@ -89,7 +89,7 @@ def collapse_rank_copies(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     that one of them per node does not, and they are most of a failed attempt's events,
     which every later join and sort pays for.
 
-    Copies are application cascades (``rank`` set, role ``cascade``) equal on
+    Copies are cascades with a ``rank`` (lines of the job's processes) equal on
     :data:`RANK_COPY_KEYS` (``params`` included: a line naming its own peer or duration
     stays apart) and within the rule's ``dedupe_window`` of each other: the flood dedupe
     across ranks (:func:`engine.extract.dedupe_events`). The row kept is the earliest copy's,
@@ -97,10 +97,11 @@ def collapse_rank_copies(events: pl.DataFrame, pack: RulePack) -> pl.DataFrame:
     (the latest moment the first of them can have been printed) and ``ranks`` the ranks
     that printed them, sorted; ``ranks`` is null on rows that stand for one rank or none.
     """
-    copies = pl.col("rank").is_not_null() & (pl.col("role") == "cascade") & pl.col("attempt_id").is_not_null()
+    # Every attached event has its attempt by now: the rank and role tell the copies.
+    copies = pl.col("rank").is_not_null() & (pl.col("role") == "cascade")
     narrow = (
         events.lazy().with_row_index("_row").filter(copies)
-        .select("_row", *dict.fromkeys([*RANK_COPY_KEYS, "ts", "origin", "rank", "last_ts", "count", "ts_hi"]),
+        .select("_row", *RANK_COPY_KEYS, "ts", "origin", "rank", "last_ts", "count", "ts_hi",
                 pl.lit(None, dtype=pl.List(pl.Int32)).alias("ranks"))
         .collect()
     )
