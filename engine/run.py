@@ -29,7 +29,7 @@ import polars as pl
 from engine.config import EngineConfig
 from engine.correlate import (
     apply_precedence, apply_suppress, attach_events, demote_outlived_prestart_roots, demote_recovered_outages,
-    demote_roots_after_the_hang, in_windows, node_day_windows, restore_orphaned_confirmations,
+    demote_roots_after_the_hang, in_windows, node_day_windows, restore_orphaned_confirmations, split_launch_lines,
 )
 from engine.decide import decide, state_table
 from engine.extract import lake_events, landing_derivation
@@ -424,14 +424,17 @@ def attribute(
 
 def correlate(
     attempts: pl.DataFrame, events: pl.DataFrame, pack: RulePack, config: EngineConfig,
-    history: pl.LazyFrame | None = None,
+    history: pl.LazyFrame | None = None, launches: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The correlated events of ``attempts``: each event attached to the attempts it can
     explain (plus the scheduler's record of each), then re-labelled by the pack's suppress,
     precedence and python rules (``history``: past events for those); a confirmation whose
-    preferred event ended up no root is a root candidate again."""
+    preferred event ended up no root is a root candidate again. ``launches``: slurmd's
+    launch lines if already split off ``events``, as for :func:`engine.correlate.attach_events`."""
     scheduler = state_events(attempts, pack).select(events.columns).cast(events.schema)
-    correlated = attach_events(attempts, pl.concat([without_idle_addresses(events), scheduler]), pack, config)
+    correlated = attach_events(
+        attempts, pl.concat([without_idle_addresses(events), scheduler]), pack, config, launches
+    )
     skew = timedelta(seconds=config.seconds("clock_skew"))
     correlated = apply_suppress(correlated, pack.suppress, skew)
     correlated = apply_precedence(correlated, pack.precedence, skew)
@@ -480,8 +483,9 @@ later chunks (their ``history``)."""
 @dataclass
 class _DayEvents:
     """The observation days of a run: each read once (its events and coverage counts,
-    :meth:`read`), its events written to ``events/`` at once and kept only while a chunk
-    still to come reads that day (:meth:`window`).
+    :meth:`read`), its events written to ``events/`` at once and kept, slurmd's launch lines
+    split off (:func:`engine.correlate.split_launch_lines`), only while a chunk still to
+    come reads that day (:meth:`window`).
 
     :meth:`read` only reads the lake, so the next chunk's days can be read while the
     current chunk is attributed; :meth:`window` writes, on the run's own thread, so the
@@ -494,23 +498,24 @@ class _DayEvents:
     run_clusters: list[str]
     days: list[date]
     say: Progress
-    cache: dict[date, tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]] = field(default_factory=dict)
+    cache: dict[date, tuple[pl.DataFrame, ...]] = field(default_factory=dict)
     next_day: int = 0
     observations: int = 0
     events: int = 0
     read_s: float = 0.0
     write_s: float = 0.0
 
-    def _read_day(self, day: date) -> tuple[pl.DataFrame, int, tuple[pl.DataFrame, pl.DataFrame]]:
-        """One day's events, its line count and its coverage counts. Observations files
-        without the pack's derivatives (landed with another pack or without them) get them
-        first: later runs read those instead of the lines. Derivatives are a per-file cache
-        written atomically, so writing them from the reading threads changes no result."""
+    def _read_day(self, day: date) -> tuple[pl.DataFrame, tuple[pl.DataFrame, ...], int, tuple[pl.DataFrame, ...]]:
+        """One day's events, the same with its launch lines split off, its line count and
+        its coverage counts. Observations files without the pack's derivatives (landed with
+        another pack or without them) get them first: later runs read those instead of the
+        lines. Derivatives are a per-file cache written atomically, so writing them from the
+        reading threads changes no result."""
         files = self.lake.files("observations", clusters=self.clusters, days=[day])
         for derivation in landing_derivations(self.pack):
             self.lake.derive_missing(derivation, files)
         events, n_obs = extract_day(self.lake, self.pack, day, self.clusters, files)
-        return events, n_obs, coverage_counts(self.lake, files)
+        return events, split_launch_lines(events), n_obs, coverage_counts(self.lake, files)
 
     def read(self, days: list[date]) -> list[tuple[date, tuple]]:
         """Read every run day not read yet up to the last of ``days`` (:data:`READ_THREADS`
@@ -530,10 +535,10 @@ class _DayEvents:
         past: _PastEvents,
     ) -> tuple[pl.DataFrame, ...]:
         """Write the events of the days just ``read`` (and hand them to ``past``), then
-        return the events of ``days`` and the node-hour and attempt counts of
-        ``count_days``; days before ``keep_from`` are not kept."""
+        return the events of ``days`` and their launch lines, and the node-hour and attempt
+        counts of ``count_days``; days before ``keep_from`` are not kept."""
         tick = time.perf_counter()
-        for day, (events, n_obs, counts) in read:
+        for day, (events, split, n_obs, counts) in read:
             self.observations += n_obs
             self.events += events.height
             self.say(f"extracted {events.height} events from {n_obs} lines of {day}")
@@ -544,14 +549,14 @@ class _DayEvents:
                 self.lake.replace_partitions("events", part, cluster=cluster, days=[day])
             past.rewritten(day, events, written)
             if day >= keep_from:
-                self.cache[day] = (events, *counts)
+                self.cache[day] = (*split, *counts)
         self.write_s += time.perf_counter() - tick
         for day in [d for d in self.cache if d < keep_from]:
             del self.cache[day]
         def concat(of: list[date], i: int) -> pl.DataFrame:
             return pl.concat([self.cache[d][i] for d in of if d in self.cache])
 
-        return concat(days, 0), concat(count_days, 1), concat(count_days, 2)
+        return concat(days, 0), concat(days, 1), concat(count_days, 2), concat(count_days, 3)
 
 
 @dataclass
@@ -717,13 +722,15 @@ def run_attribution(
             read = pending.result()
             if k + 1 < len(scoped):
                 pending = ahead.submit(day_events.read, count_windows[k + 1])
-            events, per_hour, per_attempt = day_events.window(read, windows[k], count_windows[k], keep_from[k], past)
+            events, launches, per_hour, per_attempt = day_events.window(
+                read, windows[k], count_windows[k], keep_from[k], past)
+            del read  # the days' whole frames: the cache keeps them split
             tick = time.perf_counter()
             failures = connector_failures(lake, part, config, failing)
             coverage = side.submit(coverage_from_counts, part, per_hour, per_attempt, failures, config)
-            correlated = correlate(part, events, pack, config, history=past.history(located))
+            correlated = correlate(part, events, pack, config, history=past.history(located), launches=launches)
             verdicts = decide(part, correlated, coverage.result(), pack, config)
-            del events
+            del events, launches
             located = pl.concat([located, correlated.filter(
                 pl.col("attempt_id").is_not_null() & (pl.col("gpu").is_not_null() | pl.col("port").is_not_null())
             ).select(LOCATED_COLUMNS)], how="diagonal_relaxed")

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from datetime import date
 
+from engine.config import EngineConfig
+from engine.correlate import STEP_LAUNCH_EVENT, split_launch_lines
+from engine.rules.loader import load_rule_pack
+from engine.run import correlate, scope_attempts
+from ingest.lake import Lake
 from tests.end_to_end import XID_79, role_of, syslog, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
@@ -58,3 +63,22 @@ def test_a_clock_far_ahead_still_brings_its_fault_into_the_window(tmp_path):
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n4"])
     assert v["first_fault_ts"].isoformat() == "2026-11-20T10:27:00+00:00"
+
+
+def test_a_run_splits_the_launch_lines_off_as_correlation_does_itself(tmp_path):
+    """A run splits each day's launch lines off as it reads the day; ``correlate`` called
+    on the events as they are (``explain``, notebooks) splits them itself: the same
+    correlated events either way, and the lines never reach them."""
+    logs = _logs(tmp_path, {"n1": "10:00:05", "n2": "10:00:05", "n3": "10:00:05", "n4": "10:04:15"}, "10:33:20")
+    verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))
+    lake = Lake(tmp_path / "lake")
+    events = lake.scan("events").collect().drop("day")
+    attempts = scope_attempts(lake, date(2026, 11, 20), date(2026, 11, 20), None)
+    rest, lines = split_launch_lines(events)
+    assert lines.sort("node").select("node", "_job", "_step").rows() == [(f"n{i}", "900", "0") for i in range(1, 5)]
+    assert STEP_LAUNCH_EVENT not in rest["event"].to_list() and rest.height == events.height - 4
+    pack, config = load_rule_pack(), EngineConfig()
+    whole = correlate(attempts, events, pack, config)
+    split = correlate(attempts, rest, pack, config, launches=lines)
+    assert whole.equals(split)
+    assert "host.clock_offset" in whole["event"].to_list() and STEP_LAUNCH_EVENT not in whole["event"].to_list()
