@@ -7,7 +7,7 @@ import os
 # per chunk, and faulting those pages in again was half of its system time; kept for 5 s
 # they serve the next allocations instead. Asked for transparent huge pages (``thp:always``:
 # where the kernel gives them on request, its ``madvise`` mode), it faults a 2 MB page where
-# it faulted 4 KB ones: a third of the faults and of the system time again (README,
+# it faulted 4 KB ones: a third of the faults, and a quarter less system time (README,
 # "Performance"). Read when Polars loads, so it is set before; a setting of the user's own
 # wins.
 os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:5000,thp:always")
