@@ -80,3 +80,26 @@ def test_an_exception_that_reports_a_storage_failure_is_that_failure(tmp_path):
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["703"]
     assert (v["domain"], v["cause"]) == ("storage", "storage.filesystem_unavailable")
     assert v["quality"] != "ambiguous" and not v["alternatives"]
+
+
+# torchrun's agent on the signal scancel sends it (NVIDIA/nvidia-resiliency-ext#18), then
+# slurmstepd's banner; srun and slurmstepd write one file, and the banner can land last.
+SIGNAL_ECHO = "torch.distributed.elastic.multiprocessing.api.SignalException: Process 293812 got signal: 15"
+CANCELLED = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+704|704|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:30:05|n5|gres/gpu=8,node=1
+"""
+
+
+def test_the_launchers_echo_of_a_cancel_is_not_the_root(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "n5.log").write_text(syslog("n5", ("10:00:01", "systemd[1]: Started Session 12 of User alice.")))
+    # The traceback has no stamp: it takes the progress line's, five minutes before the banner.
+    (logs / "slurm-704.out").write_text(
+        "[2026-11-20 10:25:00,000] step 900\n"
+        f"{SIGNAL_ECHO}\n"
+        "slurmstepd: error: *** JOB 704 ON n5 CANCELLED AT 2026-11-20T10:30:05 ***\n")
+    v = verdicts_by_job(tmp_path, CANCELLED, logs, date(2026, 11, 20))["704"]
+    assert (v["state"], v["domain"], v["cause"]) == ("cancelled", "scheduler", "scheduler.cancelled")
+    assert v["quality"] == "definitive" and not v["alternatives"]
+    assert role_of(v, "framework.python_exception") == "context"
