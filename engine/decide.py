@@ -20,8 +20,8 @@ BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A succe
 attempt gets ``domain = none``.
 
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked
-to it, a scheduler state with the same cause, or NODE_FAIL for an infrastructure root) and
-complete coverage; a root without corroboration, a fallback root, or a root with a log
+to it or to another report it stands for, a scheduler state with the same cause, or
+NODE_FAIL for an infrastructure root) and complete coverage; a root without corroboration, a fallback root, or a root with a log
 source missing is ``probable``; a fallback root with a log source missing is
 ``insufficient``.
 """
@@ -282,10 +282,16 @@ def decide(
     events = events.with_row_index("_row")
     roots = select_root_cause(events, config, pack.node_naming())
     fallback = state_fallback(attempts, pack.state)
+    # A symptom linked to any of the reports the root stands for corroborates it: the driver
+    # prints XID 79 and its plain "fallen off the bus" line at one instant, and the cascades
+    # may link to the one the root is not.
+    reports = roots.select("attempt_id", "root_rows").explode("root_rows").drop_nulls("root_rows")
     linked = (
         events.filter(pl.col("caused_by").is_not_null())
-        .select("attempt_id", pl.col("caused_by").alias("root_event_id"))
-        .unique()
+        .select("attempt_id", pl.col("caused_by").alias("event_id"))
+        .join(reports.select("attempt_id", events["event_id"].gather(reports["root_rows"])),
+              on=["attempt_id", "event_id"], how="semi")
+        .select("attempt_id").unique()
         .with_columns(linked=pl.lit(True))
     )
     symptoms = (
@@ -298,7 +304,7 @@ def decide(
     frame = (
         attempts.join(roots, on="attempt_id", how="left")
         .join(fallback, on="attempt_id", how="left")
-        .join(linked, on=["attempt_id", "root_event_id"], how="left")
+        .join(linked, on="attempt_id", how="left")
         .join(symptoms, on="attempt_id", how="left")
         .join(evidence, on="attempt_id", how="left")
         .join(coverage, on="attempt_id", how="left")

@@ -103,3 +103,26 @@ def test_the_launchers_echo_of_a_cancel_is_not_the_root(tmp_path):
     assert (v["state"], v["domain"], v["cause"]) == ("cancelled", "scheduler", "scheduler.cancelled")
     assert v["quality"] == "definitive" and not v["alternatives"]
     assert role_of(v, "framework.python_exception") == "context"
+
+
+# The driver's XID 79 and its plain line on the same GPU at one instant (the gpu_xid and
+# gpu_fallen_off_bus rules' test lines), then the ranks' watchdog timeouts 600 s on.
+XID_79 = "NVRM: Xid (PCI:0000:61:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
+OFF_THE_BUS = "NVRM: GPU 0000:61:00.0: GPU has fallen off the bus."
+WATCHDOG = ("[rank{r}]:[E1120 10:20:04.{r:03d}000000 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
+            "operation timeout: WorkNCCL(SeqNum=100, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) "
+            "ran for 600010 milliseconds before timing out.")
+TWO_NODES = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+705|705|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|n[6-7]|gres/gpu=16,node=2
+"""
+
+
+def test_a_root_reported_twice_is_corroborated_by_the_cascade_of_either_report(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "n6.log").write_text(syslog("n6", ("10:10:03", f"kernel: {XID_79}"), ("10:10:03", f"kernel: {OFF_THE_BUS}")))
+    (logs / "n7.log").write_text(syslog("n7", ("10:00:01", "systemd[1]: Started Session 12 of User alice.")))
+    (logs / "slurm-705.out").write_text("".join(f"{r // 8}: {WATCHDOG.format(r=r)}\n" for r in range(16) if r != 3))
+    v = verdicts_by_job(tmp_path, TWO_NODES, logs, date(2026, 11, 20))["705"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["n6"], ["0000:61:00"])
+    assert v["quality"] == "definitive"
