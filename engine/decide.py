@@ -21,9 +21,9 @@ attempt gets ``domain = none``.
 
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked
 to it or to another report it stands for, a scheduler state with the same cause, or
-NODE_FAIL for an infrastructure root) and complete coverage; a root without corroboration, a fallback root, or a root with a log
-source missing is ``probable``; a fallback root with a log source missing is
-``insufficient``.
+NODE_FAIL for an infrastructure root) and complete coverage; a root without
+corroboration, a fallback root, or a root with a log source missing is ``probable``; a
+fallback root with a log source missing is ``insufficient``.
 """
 
 from __future__ import annotations
