@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from tests.end_to_end import ITERATION, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, ITERATION, syslog, verdicts_by_job
 
 # https://github.com/NVIDIA/NVSentinel/pull/516
 XID_74 = ("NVRM: Xid (PCI:0003:00:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected on link "
@@ -35,7 +35,7 @@ def test_an_xid_stamped_after_the_end_leaves_the_cuda_error_the_root(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     # n1's clock runs 40 s ahead: the XID of the fault at 08:59:30 reads 09:00:10.
-    (logs / "n1.log").write_text(syslog("n1", ("07:50:00", "systemd[1]: Started Session c2 of user root."),
+    (logs / "n1.log").write_text(syslog("n1", ("07:50:00", ALIVE),
                                         ("09:00:10", f"kernel: {XID_74}")))
     (logs / "slurm-910.out").write_text(f"[2026-11-20 08:10:00,000] {ITERATION}\n[2026-11-20 08:59:31,000] {CUDA_NVLINK}\n")
     # n2's XID is in time: it stays the root and the CUDA error its confirmation.
@@ -69,7 +69,7 @@ def test_an_xid_stamped_after_the_end_is_the_root_when_nothing_else_is(tmp_path)
     logs.mkdir()
     # n4's clock runs 95 s ahead and the job printed no error of its own: the late XID is
     # the only explanation, a root that is not definitive.
-    (logs / "n4.log").write_text(syslog("n4", ("13:50:00", "systemd[1]: Started Session c2 of user root."),
+    (logs / "n4.log").write_text(syslog("n4", ("13:50:00", ALIVE),
                                         ("15:01:05", f"kernel: {XID_74}")))
     (logs / "slurm-913.out").write_text(f"[2026-11-20 14:10:00,000] {ITERATION}\n")
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["913"]

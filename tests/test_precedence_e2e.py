@@ -8,7 +8,7 @@ from datetime import date
 
 from engine.run import landing_lake
 from ingest.files import land_log_files
-from tests.end_to_end import role_of, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, XID_79, role_of, syslog, verdicts_by_job
 
 # The NVSwitch driver's fatal form, "<SXid>, Fatal, Link <n> <what>": as NVIDIA/nvtrust#124
 # prints the non-fatal one, for SXid 12028 ("egress nonposted PRIV error", Fatal in the
@@ -26,6 +26,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 701|701|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n2|gres/gpu=8,node=1
 702|702|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n3|gres/gpu=8,node=1
 703|703|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n4|gres/gpu=8,node=1
+704|704|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:30:05|n5|gres/gpu=8,node=1
+705|705|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|n[6-7]|gres/gpu=16,node=2
 """
 # Megatron-LM's async checkpoint writer re-raises a worker's OSError as
 # f"Worker failure: {exc}" (dist_checkpointing/strategies/filesystem_async.py); the OSError
@@ -85,44 +87,37 @@ def test_an_exception_that_reports_a_storage_failure_is_that_failure(tmp_path):
 # torchrun's agent on the signal scancel sends it (NVIDIA/nvidia-resiliency-ext#18), then
 # slurmstepd's banner; srun and slurmstepd write one file, and the banner can land last.
 SIGNAL_ECHO = "torch.distributed.elastic.multiprocessing.api.SignalException: Process 293812 got signal: 15"
-CANCELLED = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
-704|704|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:30:05|n5|gres/gpu=8,node=1
-"""
 
 
 def test_the_launchers_echo_of_a_cancel_is_not_the_root(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
-    (logs / "n5.log").write_text(syslog("n5", ("10:00:01", "systemd[1]: Started Session 12 of User alice.")))
+    (logs / "n5.log").write_text(syslog("n5", ("10:00:01", ALIVE)))
     # The traceback has no stamp: it takes the progress line's, five minutes before the banner.
     (logs / "slurm-704.out").write_text(
         "[2026-11-20 10:25:00,000] step 900\n"
         f"{SIGNAL_ECHO}\n"
         "slurmstepd: error: *** JOB 704 ON n5 CANCELLED AT 2026-11-20T10:30:05 ***\n")
-    v = verdicts_by_job(tmp_path, CANCELLED, logs, date(2026, 11, 20))["704"]
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["704"]
     assert (v["state"], v["domain"], v["cause"]) == ("cancelled", "scheduler", "scheduler.cancelled")
     assert v["quality"] == "definitive" and not v["alternatives"]
     assert role_of(v, "framework.python_exception") == "context"
 
 
-# The driver's XID 79 and its plain line on the same GPU at one instant (the gpu_xid and
-# gpu_fallen_off_bus rules' test lines), then the ranks' watchdog timeouts 600 s on.
-XID_79 = "NVRM: Xid (PCI:0000:61:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
-OFF_THE_BUS = "NVRM: GPU 0000:61:00.0: GPU has fallen off the bus."
+# The driver's plain line after its XID 79 on the same GPU, at one instant (the
+# gpu_fallen_off_bus rule's test line), then the ranks' watchdog timeouts 600 s on.
+OFF_THE_BUS = "NVRM: GPU 0000:06:00.0: GPU has fallen off the bus."
 WATCHDOG = ("[rank{r}]:[E1120 10:20:04.{r:03d}000000 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective "
             "operation timeout: WorkNCCL(SeqNum=100, OpType=ALLREDUCE, NumelIn=10, NumelOut=10, Timeout(ms)=600000) "
             "ran for 600010 milliseconds before timing out.")
-TWO_NODES = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
-705|705|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|n[6-7]|gres/gpu=16,node=2
-"""
 
 
 def test_a_root_reported_twice_is_corroborated_by_the_cascade_of_either_report(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "n6.log").write_text(syslog("n6", ("10:10:03", f"kernel: {XID_79}"), ("10:10:03", f"kernel: {OFF_THE_BUS}")))
-    (logs / "n7.log").write_text(syslog("n7", ("10:00:01", "systemd[1]: Started Session 12 of User alice.")))
+    (logs / "n7.log").write_text(syslog("n7", ("10:00:01", ALIVE)))
     (logs / "slurm-705.out").write_text("".join(f"{r // 8}: {WATCHDOG.format(r=r)}\n" for r in range(16) if r != 3))
-    v = verdicts_by_job(tmp_path, TWO_NODES, logs, date(2026, 11, 20))["705"]
-    assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["n6"], ["0000:61:00"])
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["705"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["n6"], ["0000:06:00"])
     assert v["quality"] == "definitive"
