@@ -1,7 +1,7 @@
 """The ``node_lost`` python rule, end to end: a node of a NODE_FAIL attempt that booted soon
 after the attempt ended, or reported a stalled CPU while it ran, is the node Slurm lost; a
-boot hours later, a stall after the end, or neither, names no one.
-Real boot lines, landed through the Slurm connector and the files landing, attributed by a
+boot hours later, a stall after the end, or neither, names no one. slurmctld's own report
+names the node it set DOWN, wherever its log was landed from. Real boot lines, landed through the Slurm connector and the files landing, attributed by a
 run."""
 
 from __future__ import annotations
@@ -18,9 +18,14 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 702|702|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[5-6]|gres/gpu=16,node=2
 703|703|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[7-8]|gres/gpu=16,node=2
 704|704|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[9-10]|gres/gpu=16,node=2
+705|705|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[11-12]|gres/gpu=16,node=2
 """
 # tree_stall.h's report, as cilium/tetragon#328 shows it
 RCU_STALL = "kernel: [  103.087243] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"
+# slurmctld.log, as clustervision/trinity#506 shows it
+CTLD = """[2026-11-20T08:57:20.846] error: Nodes n12 not responding
+[2026-11-20T09:00:00.284] error: Nodes n12 not responding, setting DOWN
+"""
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +43,17 @@ def verdicts(tmp_path_factory):
     (logs / "n8.log").write_text(syslog("n8", ("07:50:00", ALIVE), ("08:40:00", RCU_STALL)))
     # n10's stall came after job 704 had ended: not what ended it.
     (logs / "n10.log").write_text(syslog("n10", ("07:50:00", ALIVE), ("09:10:00", RCU_STALL)))
-    for job in ("700", "701", "702", "703", "704"):
+    # n11 and n12 left no log of their own; the controller's names n12.
+    ctld = root / "slurmctld.log"
+    ctld.write_text(CTLD)
+    for job in ("700", "701", "702", "703", "704", "705"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 08:10:00,000] {ITERATION}\n")
     # Slurm's own line names only the batch host it printed on (slurmstepd's format string).
     with (logs / "slurm-703.out").open("a") as out:
         out.write("slurmstepd: error: *** JOB 703 ON n7 CANCELLED AT 2026-11-20T09:00:00 DUE TO NODE FAILURE, "
                   "SEE SLURMCTLD LOG FOR DETAILS ***\n")
-    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+    # Landed the way its file names no host: `--node` the controller.
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), more=((ctld, {"node": "ctl01"}),))
 
 
 def test_the_node_that_booted_after_a_node_fail_is_the_lost_node(verdicts):
@@ -71,3 +80,12 @@ def test_a_node_that_reported_a_cpu_stall_during_a_node_fail_is_the_lost_node(ve
 
 def test_a_stall_after_the_attempt_ended_names_no_node(verdicts):
     assert (verdicts["704"]["cause"], verdicts["704"]["culprit_nodes"]) == ("host.node_failure", [])
+
+
+def test_the_controllers_report_names_the_node_it_set_down_not_the_controller(verdicts):
+    v = verdicts["705"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.node_failure", ["n12"])
+    down = [e for e in v["evidence"] if e["rule_id"] == "scheduler.slurmctld_node_not_responding"]
+    assert [(e["node"], e["event"], e["role"]) for e in down] == [
+        ("n12", "host.node_not_responding", "context"), ("n12", "host.node_failure", "root_candidate"),
+    ]

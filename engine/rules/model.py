@@ -28,7 +28,8 @@ reports them at the right file and line.
 
 Reserved named groups fill the event's location columns: ``gpu`` (PCI address or index),
 ``port`` (HCA port, ``mlx5_0:1`` or ``mlx5_0/1``), ``rank``, ``node`` (a hostname printed in
-the message). Every other named group is kept in the event's ``params``.
+the message: it fills in for a line whose writer is unknown, and wins over the writer when
+the rule says ``subject_node``). Every other named group is kept in the event's ``params``.
 """
 
 from __future__ import annotations
@@ -163,6 +164,10 @@ class ExtractRule(Outcome):
     prefilter: list[str] = Field(min_length=1)
     regex: str
     ignore_case: bool = False
+    subject_node: bool = False
+    """The ``node`` group names the node the line is about, which wins over the host that
+    wrote it: slurmctld's ``Nodes gpu-d03 not responding`` is about gpu-d03 whether its log
+    came from the controller's syslog or was landed with ``--node``."""
     map: ParamMap | None = None
     dedupe_window: Duration = "5m"
     tests: ExtractTests
@@ -183,6 +188,11 @@ class ExtractRule(Outcome):
             ) from exc
         return v
 
+    @model_validator(mode="after")
+    def _subject_has_node(self) -> ExtractRule:
+        if self.subject_node and "node" not in re.compile(self.regex).groupindex:
+            raise ValueError("subject_node needs a named group 'node' in the regex")
+        return self
 
 
 class Selector(_Strict):
