@@ -44,10 +44,16 @@ check on a loss that turned NaN), ``FileNotFoundError`` (a file system that went
 TENSOR_MISMATCH = (
     r"^(?:The size of tensor a \(\d+\) must match the size of tensor b \(\d+\)"
     r"|mat1 and mat2 shapes cannot be multiplied"
-    r"|Expected all tensors to be on the same device)"
+    r"|Expected all tensors to be on the same device"
+    r"|stack expects each tensor to be equal size"
+    r"|Sizes of tensors must match except in dimension"
+    r"|shape '\[[-\d, ]*\]' is invalid for input of size"
+    r"|Given groups=\d+, weight of size)"
 )
 """PyTorch's ``RuntimeError`` messages for tensors of the wrong shape or device: the
-program's arithmetic, whatever the hardware did."""
+program's arithmetic, whatever the hardware did (``torch.stack`` and ``torch.cat`` of
+samples a collate function left uneven, a ``view`` to the wrong shape, a convolution given
+the wrong number of channels)."""
 
 DEVICE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "network")
 """Domains of the faults a program error outranks when nothing of the job confirms them."""

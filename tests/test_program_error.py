@@ -16,10 +16,23 @@ from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job
 VALUE_ERROR = "ValueError: Expected input batch_size (1216) to match target batch_size (1280)"
 # https://github.com/jiwei0921/DMRA/issues/5
 SHAPE_ERROR = "RuntimeError: The size of tensor a (150) must match the size of tensor b (152) at non-singleton dimension 3"
+# PyTorch's other shape errors: https://github.com/QwenLM/Qwen-VL/issues/231 (torch.stack of
+# uneven samples), https://github.com/lyuwenyu/RT-DETR/issues/189 (torch.cat),
+# https://github.com/InternLM/xtuner/issues/142 (view), https://github.com/cvachha/instruct-gs2gs/issues/25 (conv)
+SHAPE_ERRORS = {
+    "815": "RuntimeError: stack expects each tensor to be equal size, but got [2] at entry 0 and [1] at entry 2",
+    "816": "RuntimeError: Sizes of tensors must match except in dimension 1. Expected size 108 but got size 107 for tensor number 1 in the list.",
+    "817": "RuntimeError: shape '[-1, 32000]' is invalid for input of size 128376192",
+    "818": "RuntimeError: Given groups=1, weight of size [320, 4, 3, 3], expected input[3, 8, 92, 124] to have 4 channels, but got 8 channels instead",
+}
 # https://github.com/guoyww/AnimateDiff/issues/306
 KEY_ERROR = "KeyError: 'RANK'"
 # https://github.com/ntop/PF_RING/issues/293 (an Ethernet port the job's traffic never used)
 NIC_DOWN = "kernel: ixgbe 0000:08:00.0 eth11: NIC Link is Down"
+# https://github.com/leptonai/gpud/pull/1209 (an IB port's flap, down then back up)
+IB_FLAP = ("kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN", "kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE")
+# https://github.com/huggingface/accelerate/issues/2960 (srun's report of the task that failed)
+SRUN_EXIT = "srun: error: g10: task 0: Exited with exit code 1"
 # https://github.com/PaddlePaddle/Paddle/issues/57411 (a CUDA failure raised as OSError)
 CUDA_OS_ERROR = "OSError: (External) CUDA error(719), unspecified launch failure."
 
@@ -29,6 +42,11 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 812|812|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g3|gres/gpu=1,node=1
 813|813|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g4|gres/gpu=1,node=1
 814|814|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g5|gres/gpu=1,node=1
+815|815|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g6|gres/gpu=1,node=1
+816|816|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g7|gres/gpu=1,node=1
+817|817|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g8|gres/gpu=1,node=1
+818|818|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g9|gres/gpu=1,node=1
+819|819|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g10|gres/gpu=1,node=1
 """
 
 ERRORS = {
@@ -37,9 +55,13 @@ ERRORS = {
     "812": [CUDA_OS_ERROR],
     "813": [CUDA_OS_ERROR, KEY_ERROR],
     "814": [KEY_ERROR],
+    **{job: [error] for job, error in SHAPE_ERRORS.items()},
+    "819": [SHAPE_ERRORS["815"]],
 }
-FAULTS = {"814": NIC_DOWN}
-"""The node line of each job (default: an XID 79)."""
+FAULTS = {"814": [NIC_DOWN], "819": IB_FLAP}
+"""The node lines of each job (default: an XID 79), a second apart."""
+AFTER = {"819": f"{SRUN_EXIT}\n"}
+"""What each job's output says after the traceback (srun's report: the job's first cascade)."""
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +70,12 @@ def verdicts(tmp_path_factory):
     logs = root / "logs"
     logs.mkdir()
     for index, (job, errors) in enumerate(ERRORS.items(), start=1):
-        (logs / f"g{index}.log").write_text(syslog(f"g{index}", ("10:20:00", FAULTS.get(job, f"kernel: {XID_79}"))))
+        lines = FAULTS.get(job, [f"kernel: {XID_79}"])
+        (logs / f"g{index}.log").write_text(syslog(f"g{index}", *((f"10:20:0{i}", line) for i, line in enumerate(lines))))
         traceback = "".join(
             f'Traceback (most recent call last):\n  File "train.py", line 171, in <module>\n{error}\n' for error in errors
         )
-        (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:20:20,000] {ITERATION}\n{traceback}")
+        (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:20:20,000] {ITERATION}\n{traceback}{AFTER.get(job, '')}")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -61,6 +84,22 @@ def test_a_program_error_outranks_a_gpu_fault_the_job_never_saw(verdicts, job):
     v = verdicts[job]
     assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
     assert role_of(v, "gpu_xid") == "context"
+
+
+@pytest.mark.parametrize("job", sorted(SHAPE_ERRORS))
+def test_pytorchs_shape_errors_are_program_errors(verdicts, job):
+    v = verdicts[job]
+    assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
+    assert role_of(v, "gpu_xid") == "context"
+
+
+def test_a_program_error_outranks_a_port_flap_just_before_it(verdicts):
+    # The port came back 19 s before the error and srun's report of the failed task: recent
+    # enough to count as felt by the job, but a stack of uneven samples is the data's fault,
+    # whatever the port did.
+    v = verdicts["819"]
+    assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
+    assert role_of(v, "fabric.mlx5_link_state") == "context"
 
 
 def test_a_program_error_outranks_a_port_the_job_never_used(verdicts):
