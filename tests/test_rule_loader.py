@@ -36,6 +36,7 @@ BAD_RULES = {
     "regex_python.yaml": (7, "regex", "does not compile in Python re"),
     "regex_rust_backreference.yaml": (7, "regex", "does not compile in Polars (Rust regex engine)"),
     "regex_rust_lookbehind.yaml": (7, "regex", "Polars (Rust regex engine): look-around"),
+    "subject_node_no_group.yaml": (8, "subject_node", "subject_node needs a named group 'node' in the regex (groups: nodes)"),
     "top_level_key.yaml": (2, "version", "unknown top-level key 'version'"),
     "unknown_action.yaml": (12, "action", "unknown action 'drain'"),
     "unknown_domain.yaml": (9, "domain", "unknown domain 'gpus' — did you mean 'gpu'?"),

@@ -312,6 +312,11 @@ def _check_extract(node: _Map) -> Iterator[tuple[int, str, str]]:
             f"map.key '{key}' is not a named group of the regex (groups: {listed})"
             f" — name a group (?P<{key}>...) or use one of the groups"
         )
+    if node.get("subject_node") is True and "node" not in groups:
+        yield node.key_lines["subject_node"], "subject_node", (
+            f"subject_node needs a named group 'node' in the regex (groups: {listed})"
+            " — name the group that holds the node (?P<node>...)"
+        )
     tests = node.get("tests")
     hits = tests.get("hit") if isinstance(tests, _Map) else None
     for index, case in enumerate(hits if isinstance(hits, _Seq) else []):

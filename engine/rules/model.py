@@ -22,8 +22,8 @@ is one of the kinds below, chosen by its ``kind`` field (a discriminated union):
     Logic YAML cannot express, loaded by path (see :mod:`engine.rules.python_rules`).
 
 Checks that need the rule's YAML positions or another engine (``map.key`` is a named
-group, test ``expect`` fields exist, the regex also compiles in Polars' Rust engine,
-rule ids are unique, python rule files exist) live in :mod:`engine.rules.loader`, which
+group, test ``expect`` fields exist, ``subject_node`` has a ``node`` group, the regex also
+compiles in Polars' Rust engine, rule ids are unique, python rule files exist) live in :mod:`engine.rules.loader`, which
 reports them at the right file and line.
 
 Reserved named groups fill the event's location columns: ``gpu`` (PCI address or index),
@@ -187,12 +187,6 @@ class ExtractRule(Outcome):
                 f"regex does not compile in Python re: {exc} — fix the pattern"
             ) from exc
         return v
-
-    @model_validator(mode="after")
-    def _subject_has_node(self) -> ExtractRule:
-        if self.subject_node and "node" not in re.compile(self.regex).groupindex:
-            raise ValueError("subject_node needs a named group 'node' in the regex")
-        return self
 
 
 class Selector(_Strict):
