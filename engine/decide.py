@@ -20,10 +20,10 @@ BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A succe
 attempt gets ``domain = none``.
 
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked
-to it or to another report it stands for, a scheduler state with the same cause, or
-NODE_FAIL for an infrastructure root) and complete coverage; a root without
-corroboration, a fallback root, or a root with a log source missing is ``probable``; a
-fallback root with a log source missing is ``insufficient``.
+to it or to another report it stands for, a scheduler state with the same cause or one its
+state rule ``agrees_with``, or NODE_FAIL for an infrastructure root) and complete coverage;
+a root without corroboration, a fallback root, or a root with a log source missing is
+``probable``; a fallback root with a log source missing is ``insufficient``.
 """
 
 from __future__ import annotations
@@ -216,12 +216,12 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
 
 def state_table(state_rules) -> pl.DataFrame:
     """One row per normalized state a ``state`` rule covers (the first rule wins):
-    ``state``, ``rule_id``, ``event``, ``domain``, ``cause``, ``action``."""
+    ``state``, ``rule_id``, ``event``, ``domain``, ``cause``, ``action``, ``agrees_with``."""
     columns = ("rule_id", "event", "domain", "cause", "action")
     return pl.DataFrame(
         [{"state": state, "rule_id": r.id, "event": r.event, "domain": r.domain, "cause": r.cause,
-          "action": r.action} for r in state_rules for state in r.states],
-        schema={"state": pl.String, **{c: pl.String for c in columns}},
+          "action": r.action, "agrees_with": r.agrees_with} for r in state_rules for state in r.states],
+        schema={"state": pl.String, **{c: pl.String for c in columns}, "agrees_with": pl.List(pl.String)},
     ).unique("state", keep="first", maintain_order=True)
 
 
@@ -229,7 +229,8 @@ def state_fallback(attempts: pl.DataFrame, state_rules) -> pl.DataFrame:
     """Per attempt: the cause its scheduler state implies, from the pack's ``state`` rules.
 
     Returns ``attempt_id``, ``state_domain``, ``state_cause``, ``state_action``,
-    ``state_rule_id``, ``state_event`` for attempts whose state some rule covers.
+    ``state_rule_id``, ``state_event``, ``state_agrees_with`` for attempts whose state some
+    rule covers.
     """
     table = state_table(state_rules)
     table = table.rename({c: f"state_{c}" for c in table.columns if c != "state"})
@@ -320,6 +321,7 @@ def decide(
             # the node an infrastructure fault was found on, each corroborates the root.
             corroborated=pl.col("linked").fill_null(False)
             | (pl.col("state_cause") == pl.col("cause")).fill_null(False)
+            | pl.col("state_agrees_with").list.contains(pl.col("cause")).fill_null(False)
             | ((pl.col("state") == "node_fail") & pl.col("domain").is_in(INFRASTRUCTURE)).fill_null(False),
             complete=pl.col("coverage_complete").fill_null(False),
         )

@@ -28,6 +28,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 703|703|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n4|gres/gpu=8,node=1
 704|704|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:30:05|n5|gres/gpu=8,node=1
 705|705|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|n[6-7]|gres/gpu=16,node=2
+706|706|train|alice|REQUEUED|0:0|2026-11-20T10:00:00|2026-11-20T10:12:09|n8|gres/gpu=8,node=1
 """
 # Megatron-LM's async checkpoint writer re-raises a worker's OSError as
 # f"Worker failure: {exc}" (dist_checkpointing/strategies/filesystem_async.py); the OSError
@@ -121,3 +122,15 @@ def test_a_root_reported_twice_is_corroborated_by_the_cascade_of_either_report(t
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["705"]
     assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["n6"], ["0000:06:00"])
     assert v["quality"] == "definitive"
+
+
+def test_a_requeue_banner_agrees_with_sacct_requeued(tmp_path):
+    # sacct's REQUEUED is normalized to preempted; slurmstepd's banner (the
+    # scheduler.slurm_cancelled_due_to test line's form) says why: the two agree.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "n8.log").write_text(syslog("n8", ("10:00:01", ALIVE)))
+    (logs / "slurm-706.out").write_text(
+        "slurmstepd: error: *** JOB 706 ON n8 CANCELLED AT 2026-11-20T10:12:09 DUE TO JOB REQUEUE ***\n")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["706"]
+    assert (v["state"], v["domain"], v["cause"], v["quality"]) == ("preempted", "scheduler", "scheduler.requeued", "definitive")

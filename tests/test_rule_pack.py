@@ -55,7 +55,8 @@ def _outcomes(pack: RulePack) -> list[Outcome]:
 
 
 def dangling_references(pack: RulePack) -> list[str]:
-    """Names in suppress/precedence selectors that no rule of ``pack`` produces."""
+    """Names in suppress/precedence selectors, and causes a state rule ``agrees_with``, that
+    no rule of ``pack`` produces."""
     outcomes = _outcomes(pack)
     events = {o.event for o in outcomes}
     causes = {o.cause for o in outcomes}
@@ -73,6 +74,9 @@ def dangling_references(pack: RulePack) -> list[str]:
                                        ("rule", selector.rules, rule_ids)):
                 problems += [f"{rule.id}.{side}: no rule emits {kind} '{name}'"
                              for name in names or () if name not in known]
+    for rule in pack.state:
+        problems += [f"{rule.id}.agrees_with: no rule emits cause '{cause}'"
+                     for cause in rule.agrees_with if cause not in causes]
     return problems
 
 
@@ -94,8 +98,20 @@ def test_dangling_reference_is_reported(tmp_path: Path) -> None:
         "    cascade: {events: [network.colective_timeout], causes: [network.collective_timeout]}\n"
         "    window: 40m\n"
     )
+    (tmp_path / "state.yaml").write_text(
+        "rules:\n"
+        "  - kind: state\n"
+        "    id: state.typo\n"
+        "    title: misspelt agreement\n"
+        "    states: [preempted]\n"
+        "    event: attempt_preempted\n"
+        "    domain: scheduler\n"
+        "    cause: scheduler.preempted\n"
+        "    agrees_with: [scheduler.requeue]\n"
+    )
     problems = dangling_references(load_rule_pack([tmp_path]))
-    assert problems == ["typo.cascade: no rule emits event 'network.colective_timeout'"]
+    assert problems == ["typo.cascade: no rule emits event 'network.colective_timeout'",
+                        "state.typo.agrees_with: no rule emits cause 'scheduler.requeue'"]
 
 
 def test_outcome_cause_belongs_to_its_domain(pack: RulePack) -> None:

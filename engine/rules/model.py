@@ -281,6 +281,10 @@ class StateRule(Outcome):
     cause: str
     role: Role = "root_candidate"
     action: Literal[ACTIONS] = "none"  # type: ignore[valid-type]
+    agrees_with: list[str] = Field(default_factory=list)
+    """Causes of a log root, besides ``cause``, that the state corroborates: Slurm records
+    ``REQUEUED`` (normalized to ``preempted``) for a preemption and for an ``scontrol
+    requeue`` alike, so slurmstepd's ``DUE TO JOB REQUEUE`` agrees with it."""
 
 
 class PythonRule(_Strict):
