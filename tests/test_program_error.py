@@ -79,33 +79,25 @@ def verdicts(tmp_path_factory):
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
-@pytest.mark.parametrize("job", ["810", "811"])
+# 815-818: PyTorch's other shape errors are program errors too.
+@pytest.mark.parametrize("job", ["810", "811", *sorted(SHAPE_ERRORS)])
 def test_a_program_error_outranks_a_gpu_fault_the_job_never_saw(verdicts, job):
     v = verdicts[job]
     assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
     assert role_of(v, "gpu_xid") == "context"
 
 
-@pytest.mark.parametrize("job", sorted(SHAPE_ERRORS))
-def test_pytorchs_shape_errors_are_program_errors(verdicts, job):
-    v = verdicts[job]
-    assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
-    assert role_of(v, "gpu_xid") == "context"
-
-
-def test_a_program_error_outranks_a_port_flap_just_before_it(verdicts):
+@pytest.mark.parametrize(("job", "rule"), [
+    ("814", "fabric.ethernet_nic_link_state"),  # a port the job never used
     # The port came back 19 s before the error and srun's report of the failed task: recent
     # enough to count as felt by the job, but a stack of uneven samples is the data's fault,
     # whatever the port did.
-    v = verdicts["819"]
+    ("819", "fabric.mlx5_link_state"),
+])
+def test_a_program_error_outranks_a_port_no_error_of_the_job_confirms(verdicts, job, rule):
+    v = verdicts[job]
     assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
-    assert role_of(v, "fabric.mlx5_link_state") == "context"
-
-
-def test_a_program_error_outranks_a_port_the_job_never_used(verdicts):
-    v = verdicts["814"]
-    assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
-    assert role_of(v, "fabric.ethernet_nic_link_state") == "context"
+    assert role_of(v, rule) == "context"
 
 
 def test_a_cuda_error_of_the_job_confirms_the_gpu_fault(verdicts):
