@@ -270,6 +270,21 @@ def traceback(att: pl.DataFrame, ts: pl.Expr, last: pl.Expr | str, frames: tuple
     return texts(att, "app", ts, ["Traceback (most recent call last):", *body, last], rank=pl.col("culprit_rank"))
 
 
+def signal_echo(att: pl.DataFrame, ts: pl.Expr) -> list[pl.DataFrame]:
+    """torchrun's agent, signalled by slurmstepd (scancel, time limit, preemption), raises
+    ``SignalException``: an unstamped launcher traceback (no prefix) that the output may
+    show before slurmstepd's banner."""
+    return texts(att, "app", ts, [
+        "Traceback (most recent call last):",
+        '  File "/usr/local/bin/torchrun", line 8, in <module>',
+        "    sys.exit(main())",
+        '  File "/usr/local/lib/python3.10/dist-packages/torch/distributed/elastic/multiprocessing/api.py", line 62, '
+        "in _terminate_process_handler",
+        '    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)',
+        fmt("torch.distributed.elastic.multiprocessing.api.SignalException: Process {} got signal: 15", "pid_base"),
+    ])
+
+
 EXCEPTIONS = (
     "KeyError: 'attention_mask'",
     "ValueError: too many values to unpack (expected 2)",
@@ -370,6 +385,7 @@ def scenario_lines(att: pl.DataFrame) -> list[pl.DataFrame]:
         df = get(name)
         at = pl.col("end_ts") - secs(2)
         stamp = at.dt.strftime("%Y-%m-%dT%H:%M:%S")
+        out += signal_echo(df.filter(pl.col("torchrun") & (pl.col("n_nodes") == 1)), at - secs(0.5))
         out += texts(df, "app", at, [
             fmt(f"slurmstepd: error: *** JOB {{}} ON {{}} CANCELLED AT {{}}{why} ***", "job_id", host(pl.col("first")), stamp),
             "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",

@@ -39,6 +39,11 @@ def test_every_scenario_and_real_shapes(tmp_path):
     text = "\n".join(p.read_text() for p in sim.out.rglob("slurm-*.out"))
     assert "Watchdog caught collective operation timeout" in text
     assert " NCCL INFO Bootstrap : Using bond0:" in text
+    # torchrun's echo of a stop lands before slurmstepd's banner in some outputs (a trap: it
+    # takes an earlier line's stamp).
+    outputs = [p.read_text() for p in sim.out.rglob("slurm-*.out")]
+    echo = "SignalException: Process "
+    assert any(echo in t and t.index(echo) < t.index(" CANCELLED AT ") for t in outputs)
     kernel = "\n".join(p.read_text() for p in sim.out.rglob("syslog.*"))
     assert "GPU has fallen off the bus." in kernel and "CRON[" in kernel
 
