@@ -432,6 +432,26 @@ def test_detection_per_format(tmp_path):
         assert detect_source(frame) == expected
 
 
+# journalctl's short-precise (harvester/harvester#6043) and short-iso / short-iso-precise as
+# systemd before 255 printed them, offset without a colon (systemd/systemd#29134).
+JOURNALCTL_SHORT = [
+    ("Jun 19 10:33:53.477371 harvester-node-1 kernel: loop2: detected capacity change from 0 to 2097152",
+     datetime(2024, 6, 19, 10, 33, 53, 477371, tzinfo=UTC), "harvester-node-1"),
+    ("2023-09-08T17:20:30+0200 tarta r710_fan_controller.sh[20911]: Highest drive temperature: 43 Celcius.",
+     datetime(2023, 9, 8, 15, 20, 30, tzinfo=UTC), "tarta"),
+    ("2023-09-08T17:20:30.655028+0200 tarta r710_fan_controller.sh[20911]: Highest drive temperature: 43 Celcius.",
+     datetime(2023, 9, 8, 15, 20, 30, 655028, tzinfo=UTC), "tarta"),
+]
+
+
+@pytest.mark.parametrize(("line", "ts", "node"), JOURNALCTL_SHORT)
+def test_journalctl_short_formats_are_syslog(tmp_path, line, ts, node):
+    (tmp_path / "node.log").write_text(line + "\n")
+    parsed = read_log_file(tmp_path / "node.log", year=2024)
+    assert parsed.source == "syslog"
+    assert parsed.observations.select("ts", "node", "ts_source").row(0) == (ts, node, "line")
+
+
 def test_stamps_without_a_zone_are_read_in_the_given_zone(tmp_path):
     """Nodes that log local time: RFC 3164, ``dmesg -T``, glog and offset-less ISO stamps
     are wall time in ``timezone``; stamps with an offset keep it."""
