@@ -237,8 +237,10 @@ def state_fallback(attempts: pl.DataFrame, state_rules) -> pl.DataFrame:
     return attempts.select("attempt_id", "state").join(table, on="state", how="inner").drop("state")
 
 
-def _evidence(events: pl.DataFrame, roots: pl.DataFrame, limit: int) -> pl.DataFrame:
-    """Per attempt: the evidence list (non-benign events, roots first when trimming).
+def _evidence(events: pl.DataFrame, roots: pl.DataFrame, limit: int, notes: tuple[str, ...]) -> pl.DataFrame:
+    """Per attempt: the evidence list (non-benign events; when trimming, roots first, with
+    the engine's and the python rules' own inferences, ``notes`` rule ids: a rank that never
+    joined the collective 63 others timed out in must not be crowded out by their reports).
 
     ``events`` has ``_row``, each row's index. Which rows to keep, and their order, are
     worked out on a narrow frame; the evidence fields are gathered once, for the kept rows.
@@ -249,7 +251,7 @@ def _evidence(events: pl.DataFrame, roots: pl.DataFrame, limit: int) -> pl.DataF
         .filter(pl.col("role") != "benign")
         .join(root_rows, on="_row", how="left")
         .with_columns(
-            (pl.col("is_root").fill_null(False) | (pl.col("rule_id") == CLOCK_OFFSET_RULE)).alias("is_root"),
+            (pl.col("is_root").fill_null(False) | pl.col("rule_id").is_in(notes)).alias("is_root"),
             pl.col("role").replace_strict(ROLE_ORDER, default=9, return_dtype=pl.Int32).alias("_order"),
         )
         .sort(["attempt_id", "is_root", "_order", "ts", "node", "origin"], descending=[False, True, False, False, False, False], nulls_last=True)
@@ -300,7 +302,8 @@ def decide(
         .group_by("attempt_id")
         .agg(_sorted_unique("node").alias("affected_nodes"), pl.len().alias("n_symptoms"))
     )
-    evidence = _evidence(events, roots, config.evidence_limit)
+    notes = (CLOCK_OFFSET_RULE, *(loaded.rule.id for loaded in pack.python))
+    evidence = _evidence(events, roots, config.evidence_limit, notes)
 
     frame = (
         attempts.join(roots, on="attempt_id", how="left")

@@ -21,6 +21,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 601|601|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[3-4]|gres/gpu=4,node=2
 602|602|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[5-6]|gres/gpu=4,node=2
 603|603|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[7-8]|gres/gpu=4,node=2
+604|604|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[9-16]|gres/gpu=64,node=8
 """
 
 
@@ -31,6 +32,10 @@ def verdicts(tmp_path_factory):
     logs.mkdir()
     for job, ranks in (("600", (1, 2, 3)), ("601", (2, 3)), ("602", (1, 2, 3)), ("603", (0, 1, 3))):
         (logs / f"slurm-{job}.out").write_text("".join(TIMEOUT.format(r=r) + "\n" for r in ranks))
+    # 63 of 64 ranks, each having waited its own few milliseconds longer (as real ranks do,
+    # so no two lines fold into one): more reports than the evidence keeps.
+    (logs / "slurm-604.out").write_text("".join(
+        TIMEOUT.format(r=r).replace("600099", str(600100 + r)) + "\n" for r in range(64) if r != 37))
     (logs / "n6.log").write_text(syslog("n6", ("10:29:00", f"kernel: {XID_79}")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
@@ -58,3 +63,10 @@ def test_two_silent_ranks_name_no_straggler(verdicts):
 
 def test_a_fault_line_outranks_the_inference(verdicts):
     assert (verdicts["602"]["domain"], verdicts["602"]["culprit_nodes"]) == ("gpu", ["n6"])
+
+
+def test_the_silent_rank_is_kept_when_the_timeouts_fill_the_evidence(verdicts):
+    v = verdicts["604"]
+    assert len(v["evidence"]) == 50  # the default evidence_limit: most of the 63 reports are left out
+    named = [e for e in v["evidence"] if e["rule_id"] == "straggler_rank"]
+    assert [(e["node"], e["rank"], e["role"]) for e in named] == [("n13", 37, "context")]
