@@ -289,13 +289,19 @@ def decide(
     # prints XID 79 and its plain "fallen off the bus" line at one instant, and the cascades
     # may link to the one the root is not.
     reports = roots.select("attempt_id", "root_rows").explode("root_rows").drop_nulls("root_rows")
-    linked = (
+    reports = reports.select("attempt_id", events["event_id"].gather(reports["root_rows"]))
+    links = (
         events.filter(pl.col("caused_by").is_not_null())
-        .select("attempt_id", pl.col("caused_by").alias("event_id"))
-        .join(reports.select("attempt_id", events["event_id"].gather(reports["root_rows"])),
-              on=["attempt_id", "event_id"], how="semi")
-        .select("attempt_id").unique()
-        .with_columns(linked=pl.lit(True))
+        .select("attempt_id", pl.col("caused_by").alias("event_id"), "role", "rank")
+        .join(reports, on=["attempt_id", "event_id"], how="semi")
+    )
+    linked = links.select("attempt_id").unique().with_columns(linked=pl.lit(True))
+    # A root that names no rank (the kernel's XID 13) is the rank's whose own error confirms
+    # it: the same fault, seen by the process that hit it.
+    confirming_ranks = (
+        links.filter((pl.col("role") == "confirmation") & pl.col("rank").is_not_null())
+        .group_by("attempt_id")
+        .agg(_sorted_unique("rank").alias("_confirming_ranks"))
     )
     symptoms = (
         events.filter(pl.col("role").is_in(["cascade", "confirmation"]))
@@ -309,6 +315,12 @@ def decide(
         attempts.join(roots, on="attempt_id", how="left")
         .join(fallback, on="attempt_id", how="left")
         .join(linked, on="attempt_id", how="left")
+        .join(confirming_ranks, on="attempt_id", how="left")
+        .with_columns(
+            pl.when(pl.col("culprit_ranks").list.len().fill_null(0) == 0).then(pl.col("_confirming_ranks"))
+            .otherwise(pl.col("culprit_ranks")).alias("culprit_ranks")
+        )
+        .drop("_confirming_ranks")
         .join(symptoms, on="attempt_id", how="left")
         .join(evidence, on="attempt_id", how="left")
         .join(coverage, on="attempt_id", how="left")

@@ -29,6 +29,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 704|704|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:30:05|n5|gres/gpu=8,node=1
 705|705|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|n[6-7]|gres/gpu=16,node=2
 706|706|train|alice|REQUEUED|0:0|2026-11-20T10:00:00|2026-11-20T10:12:09|n8|gres/gpu=8,node=1
+707|707|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[9-10]|gres/gpu=16,node=2
 """
 # Megatron-LM's async checkpoint writer re-raises a worker's OSError as
 # f"Worker failure: {exc}" (dist_checkpointing/strategies/filesystem_async.py); the OSError
@@ -134,3 +135,21 @@ def test_a_requeue_banner_agrees_with_sacct_requeued(tmp_path):
         "slurmstepd: error: *** JOB 706 ON n8 CANCELLED AT 2026-11-20T10:12:09 DUE TO JOB REQUEUE ***\n")
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["706"]
     assert (v["state"], v["domain"], v["cause"], v["quality"]) == ("preempted", "scheduler", "scheduler.requeued", "definitive")
+
+
+# The XID 13 form of the gpu_xid rule's test line (Out Of Range Address), and CUDA's report
+# of the same fault in the process (pytorch/pytorch#51382's wording).
+XID_13 = ("NVRM: Xid (PCI:0000:b3:00): 13, pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on "
+          "(GPC 9, TPC 2, SM 0): Out Of Range Address")
+ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+def test_a_root_that_names_no_rank_takes_the_rank_whose_error_confirms_it(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "n9.log").write_text(syslog("n9", ("10:00:01", ALIVE)))
+    (logs / "n10.log").write_text(syslog("n10", ("10:20:00", f"kernel: {XID_13}")))
+    (logs / "slurm-707.out").write_text(f"0: [2026-11-20 10:19:59,000] step 900\n13: [rank13]: {ILLEGAL_ADDRESS}\n")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["707"]
+    assert role_of(v, "cuda.illegal_memory_access") == "confirmation"
+    assert (v["domain"], v["culprit_ranks"]) == ("workload", [13])
