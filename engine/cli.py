@@ -255,10 +255,16 @@ def ingest_files(
     from ingest.files import land_log_files
 
     counts = IngestCounts()
-    counts.add_files(land_log_files(landing_lake(lake), paths, cluster=cluster, source=source, node=node,
-                                    node_pattern=node_pattern, attempt_id=attempt, year=year, boot_time=boot_time,
-                                    timezone=timezone))
+    report = land_log_files(landing_lake(lake), paths, cluster=cluster, source=source, node=node,
+                            node_pattern=node_pattern, attempt_id=attempt, year=year, boot_time=boot_time,
+                            timezone=timezone)
+    counts.add_files(report)
     _print_ingest(counts)
+    for file in report.files:
+        if file.unplaced:
+            err.print(f"warning: {file.path}: {file.unplaced} of {file.landed} lines ({file.source}) name no node and "
+                      "tie to no attempt, so no verdict can see them — land the file again with --node, "
+                      "--node-pattern or --attempt")
 
 
 @app.command()

@@ -216,6 +216,27 @@ def test_attempt_and_node_options_override(tmp_path):
     assert observations(lake)["node"].to_list() == ["gpu-z"]
 
 
+# `dmesg -T` as gpud's testdata holds it: the line names no host.
+DMESG_T = ("[Sun Feb 23 16:24:18 2025] NVRM: GPU at PCI:0000:9b:00: GPU-509665ad-b600-ac93-3616-d754b23d636d",
+           "https://github.com/leptonai/gpud/blob/4a8de33a3f02e207f39e9023d67125592d599731/components/accelerator/"
+           "nvidia/xid/testdata/dmesg-with-xid-119.log")
+
+
+def test_lines_with_no_node_and_no_attempt_are_reported_unplaced(tmp_path):
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    log = tmp_path / "dmesg.txt"
+    log.write_text(DMESG_T[0] + "\n")
+    report = land_log_files(Lake(tmp_path / "lake"), [log], cluster=CLUSTER)
+    assert [(f.source, f.landed, f.unplaced) for f in report.files] == [("kmsg", 1, 1)]
+    assert land_log_files(Lake(tmp_path / "lake"), [log], cluster=CLUSTER, node="gpu-a").files[0].unplaced == 0
+    result = CliRunner().invoke(app, ["ingest", "files", str(log), "--lake", str(tmp_path / "cli"), "--cluster", CLUSTER])
+    assert result.exit_code == 0
+    assert f"warning: {log}: 1 of 1 lines (kmsg) name no node and tie to no attempt" in " ".join(result.output.split())
+
+
 def test_node_pattern_names_each_files_node_from_its_path(tmp_path):
     """One landing of several nodes' kernel logs: the node comes from each path (lines that
     name their host keep it), and a pattern that misses a path fails before anything lands."""

@@ -48,7 +48,9 @@ ATTEMPT_FIELDS = ["attempt_id", "start_ts", "end_ts", "nodes", "ranks_per_node",
 
 @dataclass(frozen=True)
 class FileReport:
-    """What happened to one file: lines read, observations landed, lines rejected."""
+    """What happened to one file: lines read, observations landed, lines rejected, and
+    ``unplaced``: landed lines with neither a node nor an attempt, which no verdict can see
+    (a ``dmesg`` capture landed without ``--node``)."""
 
     path: str
     source: str
@@ -56,6 +58,7 @@ class FileReport:
     read: int
     landed: int
     rejected: int
+    unplaced: int = 0
 
 
 @dataclass
@@ -420,16 +423,17 @@ def land_batch(lake: Lake, parsed: ParsedBatch, obs: pl.DataFrame, cluster: str)
         lake.land_inputs(table, rows, cluster=cluster, source=source, input_ids=input_ids)
     landed = obs.group_by("file").agg(
         pl.len().alias("landed"), pl.col("attempt_id").drop_nulls().unique().sort().alias("attempt_ids"),
+        (pl.col("node").is_null() & pl.col("attempt_id").is_null()).sum().alias("unplaced"),
     )
     rejected = parsed.rejects.group_by("file").agg(pl.len().alias("rejected"))
     rows = (
         files.join(landed, on="file", how="left").join(rejected, on="file", how="left").sort("file")
         .select("input_id", "source", "attempt_ids", "lines",
-                pl.col("landed").fill_null(0), pl.col("rejected").fill_null(0))
+                pl.col("landed").fill_null(0), pl.col("rejected").fill_null(0), pl.col("unplaced").fill_null(0))
     )
     return [
-        FileReport(path, source, tuple(ids or ()), read, landed, rejected)
-        for path, source, ids, read, landed, rejected in rows.iter_rows()
+        FileReport(path, source, tuple(ids or ()), read, landed, rejected, unplaced)
+        for path, source, ids, read, landed, rejected, unplaced in rows.iter_rows()
     ]
 
 
