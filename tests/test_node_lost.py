@@ -1,8 +1,8 @@
 """The ``node_lost`` python rule, end to end: a node of a NODE_FAIL attempt that booted soon
 after the attempt ended, or reported a stalled CPU while it ran, is the node Slurm lost; a
 boot hours later, a stall after the end, or neither, names no one. slurmctld's own report
-names the node it set DOWN, wherever its log was landed from. Real boot lines, landed through the Slurm connector and the files landing, attributed by a
-run."""
+names the node it set DOWN, wherever its log was landed from. Real boot lines, landed
+through the Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
 

@@ -30,7 +30,8 @@ KEY_ERROR = "KeyError: 'RANK'"
 # https://github.com/ntop/PF_RING/issues/293 (an Ethernet port the job's traffic never used)
 NIC_DOWN = "kernel: ixgbe 0000:08:00.0 eth11: NIC Link is Down"
 # https://github.com/leptonai/gpud/pull/1209 (an IB port's flap, down then back up)
-IB_FLAP = ("kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN", "kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE")
+IB_FLAP = ("kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN",
+           "kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE")
 # https://github.com/huggingface/accelerate/issues/2960 (srun's report of the task that failed)
 SRUN_EXIT = "srun: error: g10: task 0: Exited with exit code 1"
 # https://github.com/PaddlePaddle/Paddle/issues/57411 (a CUDA failure raised as OSError)

@@ -23,8 +23,8 @@ is one of the kinds below, chosen by its ``kind`` field (a discriminated union):
 
 Checks that need the rule's YAML positions or another engine (``map.key`` is a named
 group, test ``expect`` fields exist, ``subject_node`` has a ``node`` group, the regex also
-compiles in Polars' Rust engine, rule ids are unique, python rule files exist) live in :mod:`engine.rules.loader`, which
-reports them at the right file and line.
+compiles in Polars' Rust engine, rule ids are unique, python rule files exist) live in
+:mod:`engine.rules.loader`, which reports them at the right file and line.
 
 Reserved named groups fill the event's location columns: ``gpu`` (PCI address or index),
 ``port`` (HCA port, ``mlx5_0:1`` or ``mlx5_0/1``), ``rank``, ``node`` (a hostname printed in
