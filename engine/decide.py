@@ -379,12 +379,21 @@ def decide(
     # saying more had one suspect: its node.
     state_names_node = by_state & pl.col("state_domain").is_in(INFRASTRUCTURE) & (pl.col("nodes").list.len() == 1)
     first_fault = pl.when(log_root).then(pl.col("root_ts")).when(by_state).then(pl.col("end_ts"))
+    action = (
+        pl.when(log_root & (pl.col("root_action") != "none")).then(pl.col("root_action"))
+        .when(by_state & (pl.col("state_action") != "none")).then(pl.col("state_action"))
+        .otherwise(pl.col("_domain").replace_strict(DEFAULT_ACTION, return_dtype=pl.String))
+    )
+    # A host fault whose rule says the fix is the job's (it outgrew its own memory limit, its
+    # /dev/shm) is the workload's responsibility, unless a rival explanation stands beside it.
+    own_doing = (action == "fix_workload") & pl.col("_domain").is_in(INFRASTRUCTURE) & ~pl.col("ambiguous")
     return (
         frame.with_columns(domain.alias("_domain"), cause.alias("_cause"), quality.alias("quality"))
         .with_columns(
             pl.col("_domain").alias("domain"),
             pl.col("_cause").alias("cause"),
-            pl.col("_domain").replace_strict(RESPONSIBILITY, return_dtype=pl.String).alias("responsibility"),
+            pl.when(own_doing).then(pl.lit("workload"))
+            .otherwise(pl.col("_domain").replace_strict(RESPONSIBILITY, return_dtype=pl.String)).alias("responsibility"),
             # With competing explanations every suspect node is a culprit until ruled out.
             pl.when(state_names_node).then(pl.col("nodes").cast(pl.List(pl.String))).otherwise(only_failed(
                 pl.when(pl.col("ambiguous"))
@@ -402,10 +411,7 @@ def decide(
             pl.col("evidence").fill_null(pl.lit([], dtype=pl.List(EVIDENCE_DTYPE))),
             pl.when(log_root).then(pl.col("alternatives")).otherwise(None)
             .fill_null(pl.lit([], dtype=pl.List(ALTERNATIVE_DTYPE))).alias("alternatives"),
-            pl.when(log_root & (pl.col("root_action") != "none")).then(pl.col("root_action"))
-            .when(by_state & (pl.col("state_action") != "none")).then(pl.col("state_action"))
-            .otherwise(pl.col("_domain").replace_strict(DEFAULT_ACTION, return_dtype=pl.String))
-            .alias("recommended_action"),
+            action.alias("recommended_action"),
         )
         .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
     )

@@ -50,7 +50,8 @@ RESPONSIBILITY = {
     "network": "infrastructure", "host": "infrastructure", "storage": "infrastructure",
     "workload": "workload", "scheduler": "policy", "unknown": "unknown", "none": "none",
 }
-"""Who has to act, by domain. ``none`` is for attempts that succeeded."""
+"""Who has to act, by domain. ``none`` is for attempts that succeeded. The decide stage
+makes a host fault whose fix is the job's (action ``fix_workload``) ``workload``'s."""
 
 SCHEDULERS = ("slurm", "kueue", "static")
 

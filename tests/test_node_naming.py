@@ -93,6 +93,18 @@ def test_a_cgroup_oom_kill_names_no_node(verdicts):
     assert (verdicts["601"]["cause"], verdicts["601"]["culprit_nodes"]) == ("host.oom_killer", [])
 
 
+@pytest.mark.parametrize("job", ["600", "601"])
+def test_an_oom_kill_the_job_must_fix_is_the_workloads_responsibility(verdicts, job):
+    # The domain says where it happened (host memory); the rule's action says whose fix it is.
+    v = verdicts[job]
+    assert (v["domain"], v["recommended_action"], v["responsibility"]) == ("host", "fix_workload", "workload")
+
+
+def test_a_file_server_outage_stays_the_infrastructures(verdicts):
+    v = verdicts["602"]
+    assert (v["domain"], v["responsibility"]) == ("storage", "infrastructure")
+
+
 def test_slurms_count_of_oom_kills_names_no_node_of_its_own(verdicts):
     assert (verdicts["606"]["cause"], verdicts["606"]["culprit_nodes"]) == ("host.oom_killer", [])
 
