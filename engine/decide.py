@@ -139,8 +139,11 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     # On the root's own node (or on an unknown one) it may be the root's local consequence
     # (a CUDA error of the GPU that fell off, a stale NFS handle behind a link that went
     # down), so there it competes only when close.
+    # One printed after the root in the root's own file (a job output's NCCL teardown below
+    # slurmstepd's time-limit banner) came after it, whichever node it names.
     other_node = pl.col("node").is_not_null() & pl.col("root_node").is_not_null() & ~pl.col("same_node")
-    spans_root = other_node & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
+    below_root = ((pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line"))).fill_null(False)
+    spans_root = other_node & ~below_root & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
     rivals = paired.filter(close | spans_root)
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
@@ -199,9 +202,8 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     # Printed after the root in the same node's file: not a rival (one writer's lines are in
     # order). A central syslog server's file holds many nodes, whose order there is only
     # the order the lines arrived in.
-    printed_after_root = (pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line")) & pl.col("same_node")
     alternatives = (
-        rivals.filter((pl.col("domain") != pl.col("root_domain")) & ~printed_after_root.fill_null(False))
+        rivals.filter((pl.col("domain") != pl.col("root_domain")) & ~(below_root & pl.col("same_node")))
         .sort(["attempt_id", "ts", "node", "rule_id"], nulls_last=True)
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.struct(_ALTERNATIVE_FIELDS).alias("alternatives"))

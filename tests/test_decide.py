@@ -434,6 +434,29 @@ def test_an_unstamped_line_spanning_the_root_competes_with_it():
     assert (v["c"]["cause"], v["c"]["alternatives"]) == ("gpu.xid", [])
 
 
+def test_an_unstamped_line_below_the_root_in_its_file_does_not_compete():
+    """NCCL's teardown error from another node, printed below slurmstepd's time-limit banner
+    in the job's output, inherited the banner's stamp: its span covers the banner, but the
+    file says it came after. The same line in another file still competes."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"], "state": "timeout"},
+                   {"attempt_id": "b", "nodes": ["n3", "n4"], "state": "timeout"})
+    ev = []
+    for attempt, (banner_node, peer), nccl_origin in (("a", ("n1", "n2"), "a.out:11"), ("b", ("n3", "n4"), "b.err:1")):
+        ev += [
+            {"node": banner_node, "attempt_id": attempt, "source": "app", "event": "time_limit_banner",
+             "domain": "scheduler", "cause": "scheduler.time_limit", "ts": at(40), "origin": f"{attempt}.out:10"},
+            {"node": peer, "attempt_id": attempt, "source": "app", "event": "ib_retry", "domain": "network",
+             "cause": "network.transport_retry_exceeded", "ts": at(40), "ts_source": "inferred",
+             "origin": nccl_origin},
+            {"node": banner_node, "attempt_id": attempt, "source": "app", "event": "progress", "role": "context",
+             "domain": "workload", "ts": at(55), "origin": f"{attempt}.out:12"},
+        ]
+    v, _ = verdict(att, events(*ev))
+    assert (v["a"]["cause"], v["a"]["quality"], v["a"]["alternatives"]) == ("scheduler.time_limit", "definitive", [])
+    assert (v["b"]["cause"], v["b"]["quality"]) == ("scheduler.time_limit", "ambiguous")
+    assert [(x["cause"], x["node"]) for x in v["b"]["alternatives"]] == [("network.transport_retry_exceeded", "n4")]
+
+
 def test_lines_of_one_file_are_ordered_by_line_number_when_stamps_tie():
     """Unstamped lines that inherited one stamp are still ordered by their place in the file."""
     att = attempts({"attempt_id": "a"})
