@@ -30,6 +30,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 705|705|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|n[6-7]|gres/gpu=16,node=2
 706|706|train|alice|REQUEUED|0:0|2026-11-20T10:00:00|2026-11-20T10:12:09|n8|gres/gpu=8,node=1
 707|707|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[9-10]|gres/gpu=16,node=2
+708|708|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n11|gres/gpu=8,node=1
 """
 # Megatron-LM's async checkpoint writer re-raises a worker's OSError as
 # f"Worker failure: {exc}" (dist_checkpointing/strategies/filesystem_async.py); the OSError
@@ -153,3 +154,19 @@ def test_a_root_that_names_no_rank_takes_the_rank_whose_error_confirms_it(tmp_pa
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["707"]
     assert role_of(v, "cuda.illegal_memory_access") == "confirmation"
     assert (v["domain"], v["culprit_ranks"]) == ("workload", [13])
+
+
+# akash-network/support#244: XID 94 as the driver prints an ECC error contained at the SM.
+XID_94 = "NVRM: Xid (PCI:0000:b3:00): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No"
+
+
+def test_an_ecc_xid_outranks_the_xid_13_beside_it_on_the_gpu(tmp_path):
+    # The kernel printed the exception first; the ECC error it reports is the root.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "n11.log").write_text(syslog("n11", ("10:20:00", f"kernel: {XID_13}"), ("10:20:00", f"kernel: {XID_94}")))
+    (logs / "slurm-708.out").write_text("[2026-11-20 10:10:00,000] step 100\n")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["708"]
+    assert (v["domain"], v["cause"], v["culprit_gpus"]) == ("gpu_memory", "gpu_memory.uncorrectable_ecc", ["0000:b3:00"])
+    roles = {e["event"]: e["role"] for e in v["evidence"]}
+    assert roles["xid_13_graphics_exception"] == "confirmation"
