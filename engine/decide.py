@@ -294,14 +294,17 @@ def decide(
     reports = reports.select("attempt_id", events["event_id"].gather(reports["root_rows"]))
     links = (
         events.filter(pl.col("caused_by").is_not_null())
-        .select("attempt_id", pl.col("caused_by").alias("event_id"), "role", "rank")
+        .select("attempt_id", pl.col("caused_by").alias("event_id"), "role", "rank", "node")
         .join(reports, on=["attempt_id", "event_id"], how="semi")
     )
     linked = links.select("attempt_id").unique().with_columns(linked=pl.lit(True))
     # A root that names no rank (the kernel's XID 13) is the rank's whose own error confirms
-    # it: the same fault, seen by the process that hit it.
+    # it: the same fault, seen by the process that hit it. Only a rank on a culprit node:
+    # the survivors' reports of a node that died are not the fault's own.
+    culprit_nodes = roots.select("attempt_id", pl.col("culprit_nodes").alias("node")).explode("node")
     confirming_ranks = (
         links.filter((pl.col("role") == "confirmation") & pl.col("rank").is_not_null())
+        .join(culprit_nodes, on=["attempt_id", "node"], how="semi")
         .group_by("attempt_id")
         .agg(_sorted_unique("rank").alias("_confirming_ranks"))
     )

@@ -48,6 +48,10 @@ def verdicts(tmp_path_factory):
     ctld.write_text(CTLD)
     for job in ("700", "701", "702", "703", "704", "705"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 08:10:00,000] {ITERATION}\n")
+    # A survivor on n11 lost its peer on n12 (the NCCL line of test_files_parsers).
+    with (logs / "slurm-705.out").open("a") as out:
+        out.write("[2026-11-20 08:57:00,000] step 2\n3: n11:3468:3905 [3] ib_plugin.c:1615 NCCL WARN NET/IB : Got "
+                  "completion from peer 10.216.210.236<54862> with status=12 opcode=32616 len=0 vendor err 129 (Recv)\n")
     # Slurm's own line names only the batch host it printed on (slurmstepd's format string).
     with (logs / "slurm-703.out").open("a") as out:
         out.write("slurmstepd: error: *** JOB 703 ON n7 CANCELLED AT 2026-11-20T09:00:00 DUE TO NODE FAILURE, "
@@ -89,3 +93,9 @@ def test_the_controllers_report_names_the_node_it_set_down_not_the_controller(ve
     assert [(e["node"], e["event"], e["role"]) for e in down] == [
         ("n12", "host.node_not_responding", "context"), ("n12", "host.node_failure", "root_candidate"),
     ]
+
+
+def test_the_survivors_that_confirm_a_lost_node_are_not_its_culprit_ranks(verdicts):
+    v = verdicts["705"]
+    assert [e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"] == ["confirmation"]
+    assert v["culprit_ranks"] == []
