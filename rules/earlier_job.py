@@ -11,7 +11,9 @@ attempt they are ``context``, never its root. Stamped during it, they are its ow
 it went on working for more than :data:`OUTLIVED` after them (started failing later:
 its first cascade, its first other root candidate or confirmation, or its end): then the
 process they ended was another job's on a node they shared (an XID 13 of the job on the
-other four GPUs), ``context`` too.
+other four GPUs), ``context`` too. So are they when another attempt on the node claims them
+and this one does not: its own process reported the same fault (a CUDA "illegal memory
+access" precedence made the XID's confirmation), the process they ended was that job's.
 
 Declared in ``host.yaml``, after ``xid_roles`` (``gpu_xid.yaml``), whose repeat-offender
 upgrade does not outrank this. Contract: :mod:`engine.rules.python_rules`.
@@ -46,12 +48,13 @@ engine's ``fail_at_once`` default): a process killed by it fails its job at once
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
-    """Demote the :data:`ENDED_BEFORE_START` events stamped before their attempt started, or
-    that their attempt outlived by more than :data:`OUTLIVED`."""
+    """Demote the :data:`ENDED_BEFORE_START` events stamped before their attempt started,
+    that their attempt outlived by more than :data:`OUTLIVED`, or that another attempt
+    claims (see the module docstring)."""
     bound = pl.col("event").is_in(ENDED_BEFORE_START)
     earlier = bound & (pl.col("ts") < pl.col("start_ts")).fill_null(False)
     during = bound & ~earlier
-    demoted = earlier
+    demoted = earlier | _claimed_by_another(events, bound)
     suspects = events.filter(during & (pl.col("role") == "root_candidate"))["attempt_id"].unique()
     if not suspects.is_empty():
         # Failing: its first cascade, its first other root candidate or confirmation (the
@@ -59,8 +62,38 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         others = pl.col("role").is_in(["root_candidate", "confirmation"]) & ~bound
         failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), others)
         events = events.join(failing, on="attempt_id", how="left", maintain_order="left")
-        demoted = earlier | (during & (pl.col("_failing") > pl.col("ts") + OUTLIVED).fill_null(False))
+        demoted = demoted | (during & (pl.col("_failing") > pl.col("ts") + OUTLIVED).fill_null(False))
     return (
         events.with_columns(pl.when(demoted).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
         .drop("_failing", strict=False)
     )
+
+
+CLAIM_WINDOW = timedelta(minutes=1)
+"""How close to a claimed event another event on the same GPU is one fault with it (the
+driver reports one fault as XID 31, 13 and 43 within milliseconds)."""
+
+
+def _claimed_by_another(events: pl.DataFrame, bound: pl.Expr) -> pl.Series:
+    """Per row: a ``bound`` node event on a GPU (or, naming none, the very event) another
+    attempt claims within :data:`CLAIM_WINDOW` (a confirmation of its own linked to it,
+    ``caused_by``) while this row's attempt claims none there."""
+    unit = pl.coalesce("gpu", "event_id").alias("_unit")
+    rows = events.select("attempt_id", "cluster", "node", unit, "ts", bound.alias("_bound")).with_row_index("_i")
+    linked = events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null()).select(
+        "attempt_id", pl.col("caused_by").alias("event_id")).unique()
+    if linked.is_empty():
+        return pl.Series([False] * events.height)
+    claims = (
+        events.filter(bound).select("attempt_id", "event_id", "cluster", "node", unit, pl.col("ts").alias("_claim_ts"))
+        .join(linked, on=["attempt_id", "event_id"], how="semi")
+        .select(pl.col("attempt_id").alias("_claimer"), "cluster", "node", "_unit", "_claim_ts").unique()
+    )
+    near = (
+        rows.filter("_bound").join(claims, on=["cluster", "node", "_unit"])
+        .filter((pl.col("ts") - pl.col("_claim_ts")).abs() <= CLAIM_WINDOW)
+        .group_by("_i")
+        .agg(mine=(pl.col("_claimer") == pl.col("attempt_id")).any(), others=(pl.col("_claimer") != pl.col("attempt_id")).any())
+        .filter(pl.col("others") & ~pl.col("mine"))
+    )
+    return rows.select(pl.col("_i").is_in(near["_i"].implode())).to_series()

@@ -23,7 +23,11 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 503|503|train|alice|NODE_FAIL|0:0|2026-11-20T10:00:00|2026-11-20T10:16:00|n4|gres/gpu=8,node=1
 504|504|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n5|gres/gpu=8,node=1
 505|505|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T10:40:00|n6|gres/gpu=4,node=1
+506|506|ft|bob|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:45|n7|gres/gpu=4,node=1
+507|507|sim|carol|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|n7|gres/gpu=4,node=1
 """
+# pytorch/pytorch#51382's wording of the fault XID 13 reports, as carol's rank prints it.
+ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +41,15 @@ def verdicts(tmp_path_factory):
     (logs / "n4.log").write_text(syslog("n4", ("10:15:00", POWER_OFF)))  # during the job
     (logs / "n5.log").write_text(syslog("n5", ("09:45:00", f"kernel: {XID_13}")))  # the job before
     (logs / "n6.log").write_text(syslog("n6", ("08:30:00", f"kernel: {XID_13}")))  # the job beside it
+    (logs / "n7.log").write_text(syslog("n7", ("10:20:05", f"kernel: {XID_13}")))  # carol's, bob's job beside it
     for job in ("500", "502", "504"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
     (logs / "slurm-505.out").write_text("[2026-11-20 10:20:00,000] step 51000\nslurmstepd: error: *** JOB 505 ON n6 "
                                         "CANCELLED AT 2026-11-20T10:39:58 DUE TO TIME LIMIT ***\n")
+    # Bob's unstamped traceback may have come after the XID; carol's rank reported its fault.
+    (logs / "slurm-506.out").write_text("[2026-11-20 10:19:00,000] step 9\nTraceback (most recent call last):\n"
+                                        '  File "train.py", line 3, in <module>\nKeyError: \'input_ids\'\n')
+    (logs / "slurm-507.out").write_text(f"[2026-11-20 10:20:05,000] step 5\n[rank2]: {ILLEGAL_ADDRESS}\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -73,3 +82,12 @@ def test_an_xid_13_the_job_outlived_is_the_other_jobs_on_the_node(verdicts):
     """Two hours after the XID 13 the job still trained: the process it ended was another
     job's on the four other GPUs."""
     assert verdicts["505"]["cause"] == "scheduler.time_limit"
+
+
+def test_an_xid_13_another_job_on_the_node_reported_is_that_jobs(verdicts):
+    """Carol's rank reported the fault the XID is the kernel's report of; bob's job beside
+    it on the node failed of its own exception."""
+    assert (verdicts["507"]["cause"], verdicts["507"]["culprit_ranks"]) == ("workload.gpu_illegal_address", [2])
+    bob = verdicts["506"]
+    assert bob["cause"] == "workload.exception"
+    assert [e["role"] for e in bob["evidence"] if e["event"].startswith("xid_13")] == ["context"]
