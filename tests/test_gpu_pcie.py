@@ -1,6 +1,8 @@
 """An uncorrected PCIe error on a GPU and the XID that follows on that GPU are one failure:
 the XID is the root and the AER line its confirmation (``precedence.xid_over_gpu_pcie_error``);
-on another device the AER line stays a root of its own. Landed through the Slurm connector
+so is a fatal error the root port above it logged seconds before
+(``precedence.gpu_lost_over_fatal_pcie_error``); on another device, or a minute before,
+the AER line stays a root of its own. Landed through the Slurm connector
 and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -14,11 +16,16 @@ from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job
 # The nvidia driver's AER line (https://wenku.csdn.net/answer/26sjj6j1cb prints its
 # Correctable form) with the uncorrected severity aer.c prints.
 AER_GPU = "kernel: nvidia 0000:06:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)"
+# wilicc/gpu-burn#1: the root port above the GPU logs the fatal error.
+AER_PORT = ("kernel: pcieport 0000:00:02.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, "
+            "id=0010(Receiver ID)")
 AER_NIC = "kernel: mlx5_core 0000:41:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)"
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 800|800|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g1|gres/gpu=8,node=1
 801|801|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g2|gres/gpu=8,node=1
+802|802|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g3|gres/gpu=8,node=1
+803|803|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g4|gres/gpu=8,node=1
 """
 
 
@@ -29,7 +36,10 @@ def verdicts(tmp_path_factory):
     logs.mkdir()
     (logs / "g1.log").write_text(syslog("g1", ("10:20:00", AER_GPU), ("10:20:01", f"kernel: {XID_79}")))
     (logs / "g2.log").write_text(syslog("g2", ("10:20:00", AER_NIC), ("10:20:01", f"kernel: {XID_79}")))
-    for job in ("800", "801"):
+    (logs / "g3.log").write_text(syslog("g3", ("10:20:00", AER_PORT), ("10:20:01", f"kernel: {XID_79}")))
+    # A minute apart: two faults, not one.
+    (logs / "g4.log").write_text(syslog("g4", ("10:19:00", AER_PORT), ("10:20:01", f"kernel: {XID_79}")))
+    for job in ("800", "801", "802", "803"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
@@ -42,3 +52,10 @@ def test_the_xid_on_the_gpu_with_the_pcie_error_is_the_root(verdicts):
 
 def test_a_pcie_error_of_another_device_stays_a_root(verdicts):
     assert role_of(verdicts["801"], "pcie_aer_bus_error") != "confirmation"
+
+
+def test_a_gpu_lost_seconds_after_its_root_ports_fatal_error_is_the_root(verdicts):
+    v = verdicts["802"]
+    assert (v["domain"], v["cause"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["0000:06:00"])
+    assert role_of(v, "pcie_aer_bus_error") == "confirmation"
+    assert role_of(verdicts["803"], "pcie_aer_bus_error") != "confirmation"
