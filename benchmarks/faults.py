@@ -48,6 +48,8 @@ CATALOG: tuple[Scenario, ...] = (
     Scenario("nvlink_fatal", "nvlink", "nvlink.link_error", "FAILED", "1:0", (0.001, 0.005, 0.030), node_root=True),
     Scenario("ib_link_down", "network", "network.link_down", "FAILED", "1:0", (0, 0.008, 0.050), node_root=True, min_nodes=2,
              also=("network.port_module_event", "network.transceiver_error")),
+    Scenario("nic_fatal", "network", "network.nic_hardware_fault", "FAILED", "1:0", (0, 0.003, 0.020), node_root=True,
+             min_nodes=2),
     Scenario("kernel_panic", "host", "host.kernel_fault", "NODE_FAIL", "0:0", (0.0005, 0.003, 0.020), node_root=True,
              also=("host.node_failure",)),
     Scenario("node_failure", "host", "host.node_failure", "NODE_FAIL", "0:0", (0.0005, 0.002, 0.010)),
@@ -56,12 +58,15 @@ CATALOG: tuple[Scenario, ...] = (
     Scenario("host_oom", "host", "host.oom_killer", "OUT_OF_MEMORY", "0:125", (0.008, 0.005, 0.005), node_root=True),
     # A full filesystem (the checkpoint directory) names no node: draining the node that
     # noticed frees nothing.
+    Scenario("lustre_outage", "storage", "storage.filesystem_unavailable", "FAILED", "1:0", (0, 0.003, 0.005), min_nodes=2,
+             culprit="none"),
     Scenario("disk_full", "storage", "storage.disk_full", "FAILED", "1:0", (0.004, 0.004, 0.010), culprit="none"),
     # workload (frequent, early, small)
     Scenario("python_exception", "workload", "workload.exception", "FAILED", "1:0", (0.060, 0.040, 0.030)),
     Scenario("cuda_oom", "workload", "workload.cuda_oom", "FAILED", "1:0", (0.030, 0.020, 0.010)),
     Scenario("bad_path", "workload", "workload.file_not_found", "FAILED", "1:0", (0.020, 0.015, 0.005),
              also=("workload.exception",)),
+    Scenario("config_error", "workload", "workload.exception", "FAILED", "1:0", (0.010, 0.008, 0.004)),
     Scenario("dataloader_stuck", "workload", "workload.exception", "FAILED", "1:0", (0.002, 0.004, 0.010)),
     # scheduler policy
     Scenario("time_limit", "scheduler", "scheduler.time_limit", "TIMEOUT", "0:0", (0.020, 0.020, 0.020), culprit="none"),

@@ -335,6 +335,12 @@ def scenario_lines(att: pl.DataFrame) -> list[pl.DataFrame]:
         (pl.col("_k") // 8 + 1).cast(pl.String).str.pad_start(8, "0")), node=culprit))
     df = get("ib_link_down")
     out += link_down(df, t0, culprit) + ib_errors(df, pl.col("culprit_idx"), 8.0) + step_killed(df)
+    df = get("nic_fatal")
+    # The HCA's firmware stops answering the health poller: its peers' sends to it fail.
+    out.append(frame(df, "node", t0, fmt(
+        "kernel: mlx5_core {}: poll_health:802:(pid 0): device's health compromised - reached miss count", hca_pci(pl.col("hca"))),
+        node=culprit))
+    out += ib_errors(df, pl.col("culprit_idx"), 8.0) + step_killed(df)
     for name in ("kernel_panic", "node_failure"):
         df = get(name)
         if name == "kernel_panic":
@@ -366,6 +372,23 @@ def scenario_lines(att: pl.DataFrame) -> list[pl.DataFrame]:
     out += traceback(df, t0, "OSError: [Errno 28] No space left on device", (
         '  File "/workspace/ckpt/train.py", line 388, in <module>', "    save_checkpoint(model, optimizer, step, args.ckpt_dir)",
         '  File "/workspace/ckpt/checkpoint.py", line 54, in save_checkpoint', "    f.write(buf.getbuffer())")) + step_killed(df)
+    df = get("lustre_outage")
+    # Every client of the job loses the OST, each at its own pace; a rank's checkpoint write
+    # fails first.
+    clients = ranks(df).filter(pl.col("local") == 0)
+    out.append(frame(clients, "node", t0 + secs(pl.col("node_idx") * 0.7), fmt(
+        "kernel: Lustre: scratch-OST0004-osc-ffff8c2f1a3e{}: Connection to scratch-OST0004 (at 10.9.0.14@o2ib) was lost; "
+        "in progress operations using this service will wait for recovery to complete",
+        (pl.col("pid_base") % 10000).cast(pl.String).str.pad_start(4, "0")), node=pl.col("rnode")))
+    out += traceback(df, t0 + secs(2), "OSError: [Errno 108] Cannot send after transport endpoint shutdown", (
+        '  File "/workspace/ckpt/train.py", line 388, in <module>', "    save_checkpoint(model, optimizer, step, args.ckpt_dir)",
+        '  File "/workspace/ckpt/checkpoint.py", line 54, in save_checkpoint', "    f.write(buf.getbuffer())")) + step_killed(df)
+    df = get("config_error")
+    # A Hydra config that lacks a key the code reads (fairseq's, overwindows/PALM#2).
+    out += traceback(df, t0, "omegaconf.errors.ConfigAttributeError: Key 'min_lr' is not in struct", (
+        '  File "/workspace/train.py", line 95, in main', "    lr_min = cfg.optimization.min_lr"))
+    out += texts(df, "app", t0, ["    full_key: optimization.min_lr", "    object_type=dict"], rank=pl.col("culprit_rank"))
+    out += step_killed(df)
     df = get("python_exception")
     which = (pl.col("noise_u") * len(EXCEPTIONS)).floor().cast(pl.Int64)
     out += traceback(df, t0, which.replace_strict(list(range(len(EXCEPTIONS))), list(EXCEPTIONS), return_dtype=pl.String)) + step_killed(df)

@@ -33,7 +33,7 @@ import polars as pl
 import pyarrow as pa
 
 from benchmarks.fleet import EPOCH, GPU_PCI, HCA_PCI, HOSTS_PER_LEAF, FleetShape, finish, fmt, node_names, schedule
-from benchmarks.lines import LINE_COLUMNS, common, noise, scenario_lines
+from benchmarks.lines import LINE_COLUMNS, common, noise, ranks, scenario_lines
 
 CHUNK = 100_000
 BOOT = EPOCH - timedelta(days=3)
@@ -266,7 +266,7 @@ def truth_frame(att: pl.DataFrame) -> pl.DataFrame:
         .otherwise(none_s).alias("culprit_nodes"),
         pl.when(gpu_fault).then(pl.concat_list(pci)).otherwise(none_s).alias("culprit_gpus"),
         pl.when(sc == "ib_link_down").then(pl.concat_list(fmt("mlx5_{}/1", "hca"))).otherwise(none_s).alias("culprit_ports"),
-        pl.when(pl.col("has_culprit") & ~sc.is_in(["kernel_panic", "node_failure", "ib_link_down", "two_faults"]))
+        pl.when(pl.col("has_culprit") & ~sc.is_in(["kernel_panic", "node_failure", "ib_link_down", "nic_fatal", "two_faults"]))
         .then(pl.concat_list("culprit_rank")).otherwise(none_i).alias("culprit_ranks"),
     )
 
@@ -293,6 +293,9 @@ def simulate(out: str | Path, attempts: int, seed: int = 0, shape: FleetShape | 
     protected = pl.concat([
         att.filter(pl.col("node_root")).select("cluster", pl.col("culprit_node").alias("node")),
         att.filter(pl.col("scenario") == "two_faults").select("cluster", pl.col("second_node").alias("node")),
+        # Every client reports a shared filesystem's outage: none of them is the culprit.
+        ranks(att.filter(pl.col("scenario") == "lustre_outage")).filter(pl.col("local") == 0)
+        .select("cluster", pl.col("rnode").alias("node")),
     ]).unique().with_columns(pl.lit(True).alias("protect"))
     nodes = _nodes(shape, protected, out)
     n_lines = n_files = 0

@@ -42,23 +42,28 @@ FALLEN_OFF = ("[Fri Nov 20 10:20:33 2026] NVRM: The NVIDIA GPU 0000:90:00.0\n"
               "                           NVRM: fallen off the bus and is not responding to commands.\n")
 
 
-def test_a_fatal_nvswitch_error_outranks_the_cuda_error_it_caused(tmp_path):
+def job_verdict(tmp_path, job: str, output: str, **nodes: tuple[tuple[str, str], ...]) -> dict:
+    """Write ``output`` as ``slurm-<job>.out`` and each node's (time, line) pairs as its
+    syslog, land them with the file's sacct dump, run, and return job ``job``'s verdict."""
     logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "n1.log").write_text(syslog("n1", ("10:20:00", f"kernel: {SXID_FATAL}")))
-    (logs / "slurm-700.out").write_text(f"[2026-11-20 10:20:01,000] {LAUNCH_FAILURE}\n")
-    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["700"]
+    logs.mkdir(exist_ok=True)
+    for node, lines in nodes.items():
+        (logs / f"{node}.log").write_text(syslog(node, *lines))
+    (logs / f"slurm-{job}.out").write_text(output)
+    return verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))[job]
+
+
+def test_a_fatal_nvswitch_error_outranks_the_cuda_error_it_caused(tmp_path):
+    v = job_verdict(tmp_path, "700", f"[2026-11-20 10:20:01,000] {LAUNCH_FAILURE}\n",
+                    n1=(("10:20:00", f"kernel: {SXID_FATAL}"),))
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("nvlink", "nvlink.nvswitch_fatal", ["n1"])
     assert v["quality"] == "definitive" and not v["alternatives"]
     assert role_of(v, "cuda.unspecified_launch_failure") == "confirmation"
 
 
 def test_a_nics_failure_outranks_the_pcie_error_on_it(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "n2.log").write_text(syslog("n2", ("10:20:00", f"kernel: {AER_ON_HCA}"), ("10:20:01", f"kernel: {HCA_DEAD}")))
-    (logs / "slurm-701.out").write_text("[2026-11-20 10:10:00,000] step 100\n")
-    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["701"]
+    v = job_verdict(tmp_path, "701", "[2026-11-20 10:10:00,000] step 100\n",
+                    n2=(("10:20:00", f"kernel: {AER_ON_HCA}"), ("10:20:01", f"kernel: {HCA_DEAD}")))
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.nic_hardware_fault", ["n2"])
     assert v["quality"] != "ambiguous" and not v["alternatives"]
 
@@ -67,22 +72,16 @@ def test_the_drivers_fallen_off_the_bus_report_outranks_an_unstamped_cuda_error(
     """The CUDA error inherited the stamp of the iteration line before it, 43 s before the
     driver's report: it may have been printed as late as the next stamped line, so it is the
     report's symptom, not a rival root of the workload."""
-    logs = tmp_path / "logs"
-    logs.mkdir()
     (tmp_path / "n3.dmesg").write_text(FALLEN_OFF)
-    (logs / "slurm-702.out").write_text(f"[2026-11-20 10:19:50,000] step 11000\n[rank5]: {LAUNCH_FAILURE}\n"
-                                        "[2026-11-20 10:20:40,000] Sending process 2363250 closing signal SIGTERM\n")
     land_log_files(landing_lake(tmp_path / "lake"), [tmp_path / "n3.dmesg"], cluster="c1", source="kmsg", node="n3")
-    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["702"]
+    v = job_verdict(tmp_path, "702", f"[2026-11-20 10:19:50,000] step 11000\n[rank5]: {LAUNCH_FAILURE}\n"
+                    "[2026-11-20 10:20:40,000] Sending process 2363250 closing signal SIGTERM\n")
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n3"])
     assert v["quality"] != "ambiguous" and not v["alternatives"]
 
 
 def test_an_exception_that_reports_a_storage_failure_is_that_failure(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "slurm-703.out").write_text(f"[2026-11-20 10:20:00,000] saving checkpoint\n{WORKER_FAILURE}\n")
-    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["703"]
+    v = job_verdict(tmp_path, "703", f"[2026-11-20 10:20:00,000] saving checkpoint\n{WORKER_FAILURE}\n")
     assert (v["domain"], v["cause"]) == ("storage", "storage.filesystem_unavailable")
     assert v["quality"] != "ambiguous" and not v["alternatives"]
 
@@ -93,15 +92,11 @@ SIGNAL_ECHO = "torch.distributed.elastic.multiprocessing.api.SignalException: Pr
 
 
 def test_the_launchers_echo_of_a_cancel_is_not_the_root(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "n5.log").write_text(syslog("n5", ("10:00:01", ALIVE)))
     # The traceback has no stamp: it takes the progress line's, five minutes before the banner.
-    (logs / "slurm-704.out").write_text(
-        "[2026-11-20 10:25:00,000] step 900\n"
-        f"{SIGNAL_ECHO}\n"
-        "slurmstepd: error: *** JOB 704 ON n5 CANCELLED AT 2026-11-20T10:30:05 ***\n")
-    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["704"]
+    v = job_verdict(tmp_path, "704", "[2026-11-20 10:25:00,000] step 900\n"
+                    f"{SIGNAL_ECHO}\n"
+                    "slurmstepd: error: *** JOB 704 ON n5 CANCELLED AT 2026-11-20T10:30:05 ***\n",
+                    n5=(("10:00:01", ALIVE),))
     assert (v["state"], v["domain"], v["cause"]) == ("cancelled", "scheduler", "scheduler.cancelled")
     assert v["quality"] == "definitive" and not v["alternatives"]
     assert role_of(v, "framework.python_exception") == "context"
@@ -116,12 +111,9 @@ WATCHDOG = ("[rank{r}]:[E1120 10:20:04.{r:03d}000000 ProcessGroupNCCL.cpp:632] [
 
 
 def test_a_root_reported_twice_is_corroborated_by_the_cascade_of_either_report(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "n6.log").write_text(syslog("n6", ("10:10:03", f"kernel: {XID_79}"), ("10:10:03", f"kernel: {OFF_THE_BUS}")))
-    (logs / "n7.log").write_text(syslog("n7", ("10:00:01", ALIVE)))
-    (logs / "slurm-705.out").write_text("".join(f"{r // 8}: {WATCHDOG.format(r=r)}\n" for r in range(16) if r != 3))
-    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["705"]
+    v = job_verdict(tmp_path, "705", "".join(f"{r // 8}: {WATCHDOG.format(r=r)}\n" for r in range(16) if r != 3),
+                    n6=(("10:10:03", f"kernel: {XID_79}"), ("10:10:03", f"kernel: {OFF_THE_BUS}")),
+                    n7=(("10:00:01", ALIVE),))
     assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["n6"], ["0000:06:00"])
     assert v["quality"] == "definitive"
 
@@ -129,12 +121,8 @@ def test_a_root_reported_twice_is_corroborated_by_the_cascade_of_either_report(t
 def test_a_requeue_banner_agrees_with_sacct_requeued(tmp_path):
     # sacct's REQUEUED is normalized to preempted; slurmstepd's banner (the
     # scheduler.slurm_cancelled_due_to test line's form) says why: the two agree.
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "n8.log").write_text(syslog("n8", ("10:00:01", ALIVE)))
-    (logs / "slurm-706.out").write_text(
-        "slurmstepd: error: *** JOB 706 ON n8 CANCELLED AT 2026-11-20T10:12:09 DUE TO JOB REQUEUE ***\n")
-    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["706"]
+    v = job_verdict(tmp_path, "706", "slurmstepd: error: *** JOB 706 ON n8 CANCELLED AT 2026-11-20T10:12:09 DUE TO "
+                    "JOB REQUEUE ***\n", n8=(("10:00:01", ALIVE),))
     assert (v["state"], v["domain"], v["cause"], v["quality"]) == ("preempted", "scheduler", "scheduler.requeued", "definitive")
 
 
@@ -146,12 +134,8 @@ ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encoun
 
 
 def test_a_root_that_names_no_rank_takes_the_rank_whose_error_confirms_it(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "n9.log").write_text(syslog("n9", ("10:00:01", ALIVE)))
-    (logs / "n10.log").write_text(syslog("n10", ("10:20:00", f"kernel: {XID_13}")))
-    (logs / "slurm-707.out").write_text(f"0: [2026-11-20 10:19:59,000] step 900\n13: [rank13]: {ILLEGAL_ADDRESS}\n")
-    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["707"]
+    v = job_verdict(tmp_path, "707", f"0: [2026-11-20 10:19:59,000] step 900\n13: [rank13]: {ILLEGAL_ADDRESS}\n",
+                    n9=(("10:00:01", ALIVE),), n10=(("10:20:00", f"kernel: {XID_13}"),))
     assert role_of(v, "cuda.illegal_memory_access") == "confirmation"
     assert (v["domain"], v["culprit_ranks"]) == ("workload", [13])
 
@@ -162,11 +146,8 @@ XID_94 = "NVRM: Xid (PCI:0000:b3:00): 94, pid='<unknown>', name=<unknown>, Conta
 
 def test_an_ecc_xid_outranks_the_xid_13_beside_it_on_the_gpu(tmp_path):
     # The kernel printed the exception first; the ECC error it reports is the root.
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    (logs / "n11.log").write_text(syslog("n11", ("10:20:00", f"kernel: {XID_13}"), ("10:20:00", f"kernel: {XID_94}")))
-    (logs / "slurm-708.out").write_text("[2026-11-20 10:10:00,000] step 100\n")
-    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["708"]
+    v = job_verdict(tmp_path, "708", "[2026-11-20 10:10:00,000] step 100\n",
+                    n11=(("10:20:00", f"kernel: {XID_13}"), ("10:20:00", f"kernel: {XID_94}")))
     assert (v["domain"], v["cause"], v["culprit_gpus"]) == ("gpu_memory", "gpu_memory.uncorrectable_ecc", ["0000:b3:00"])
     roles = {e["event"]: e["role"] for e in v["evidence"]}
     assert roles["xid_13_graphics_exception"] == "confirmation"
