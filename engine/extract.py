@@ -135,8 +135,9 @@ def _rule_events(candidates: pl.LazyFrame, rule: ExtractRule) -> pl.LazyFrame:
         pl.col("ts"),
         pl.col("ts").alias("last_ts"),
         pl.lit(1, pl.Int64).alias("count"),
-        (pl.coalesce(group("node"), pl.col("node")) if rule.subject_node
-         else pl.coalesce(pl.col("node"), group("node"))).alias("node"),
+        # The lake keeps node names in lower case (ingest.lake.Lake._conform).
+        (pl.coalesce(group("node").str.to_lowercase(), pl.col("node")) if rule.subject_node
+         else pl.coalesce(pl.col("node"), group("node").str.to_lowercase())).alias("node"),
         pl.col("attempt_id"),
         pl.coalesce(pl.col("rank"), group("rank").cast(pl.Int32, strict=False)).alias("rank"),
         normalize_gpu(group("gpu")).alias("gpu"),

@@ -416,15 +416,23 @@ class Lake:
     # ---------------------------------------------------------------- internals
 
     def _conform(self, table: str, data: pl.DataFrame) -> pl.DataFrame:
-        """Select and cast ``data`` to the table schema, or say precisely what is wrong."""
+        """Select and cast ``data`` to the table schema, or say precisely what is wrong.
+
+        Node names (``node``, ``nodes``) are kept in lower case: host names are
+        case-insensitive, and one cluster's Slurm says ``Orion-01-01`` where its syslog
+        says ``orion-01-01``."""
         schema = pl.from_arrow(TABLES[table].empty_table()).schema
         missing = [c for c in schema if c not in data.columns]
         if missing:
             raise LakeError(f"{table}: missing columns {missing}")
         try:
-            return data.select([pl.col(c).cast(t, strict=True) for c, t in schema.items()])
+            frame = data.select([pl.col(c).cast(t, strict=True) for c, t in schema.items()])
         except pl.exceptions.PolarsError as exc:
             raise LakeError(f"{table}: column types do not fit the schema: {exc}") from exc
+        lower = [pl.col("node").str.to_lowercase()] if schema.get("node") == pl.String else []
+        if schema.get("nodes") == pl.List(pl.String):
+            lower.append(pl.col("nodes").list.eval(pl.element().str.to_lowercase()))
+        return frame.with_columns(lower) if lower else frame
 
     def _day_expr(self, table: str) -> pl.Expr:
         cols = [pl.col(c) for c in DAY_FROM[table]]

@@ -13,7 +13,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import CGROUP_OOM, CUDA_OOM, ITERATION, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, CGROUP_OOM, CUDA_OOM, ITERATION, syslog, verdicts_by_job
 
 # https://github.com/equinor/ert/issues/7797 (a global OOM: the node ran out of memory)
 GLOBAL_OOM = (
@@ -49,6 +49,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 607|607|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[9-10]|gres/gpu=16,node=2
 608|608|train|bob|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n11|gres/gpu=8,node=1
 609|609|train|carol|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n12|gres/gpu=8,node=1
+610|610|train|dave|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|Orion-01-[01-02]|gres/gpu=16,node=2
 """
 
 
@@ -78,7 +79,11 @@ def verdicts(tmp_path_factory):
     (logs / "n11.log").write_text(_kernel("n11", "10:20:00", LUSTRE_LOST))
     (logs / "n12.log").write_text(_kernel("n12", "10:24:00", LUSTRE_LOST))
     (logs / "slurm-607.out").write_text(f"0: [2026-11-20 10:29:00,000] {ESHUTDOWN}\n")
-    for job in ("600", "601", "602", "603", "606"):
+    # Slurm's NodeName is Orion-01-01; the node's syslog says orion-01-01 (hafs-community/HAFS#101
+    # shows both spellings in one job's output).
+    (logs / "orion-01-01.log").write_text(_kernel("orion-01-01", "10:20:00", NFS_DOWN.replace("192.168.1.229", "192.168.1.231")))
+    (logs / "orion-01-02.log").write_text(syslog("orion-01-02", ("10:00:01", ALIVE)))
+    for job in ("600", "601", "602", "603", "606", "610"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     (logs / "slurm-604.out").write_text(f"[2026-11-20 10:29:00,000] {QUOTA}\n")
     (logs / "slurm-605.out").write_text(f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
@@ -136,3 +141,10 @@ def test_a_storage_target_the_clients_of_other_jobs_lost_too_names_no_node(verdi
     target go from another node minutes later: the server failed, not a client."""
     for job in ("608", "609"):
         assert (verdicts[job]["cause"], verdicts[job]["culprit_nodes"]) == ("storage.filesystem_unavailable", [])
+
+
+def test_node_names_match_whatever_their_case(verdicts):
+    v = verdicts["610"]
+    assert (v["cause"], v["culprit_nodes"]) == ("storage.filesystem_unavailable", ["orion-01-01"])
+    assert v["quality"] == verdicts["603"]["quality"]
+    assert all(c["error"] is None for c in v["coverage"])

@@ -105,13 +105,15 @@ class FileBatch:
 
 
 def short_host(host: pl.Expr) -> pl.Expr:
-    """A host name as schedulers name nodes: ``gpu-fq03.cluster.internal`` → ``gpu-fq03``.
+    """A host name as schedulers name nodes: ``gpu-fq03.cluster.internal`` → ``gpu-fq03``,
+    lower case, as the lake keeps every node name
+    (:meth:`ingest.lake.Lake.land`).
 
     A central rsyslog server (or ``$PreserveFQDN on``) writes the fully qualified name,
     while Slurm's NodeName is the short one (``hostname -s``): without this, no kernel
     line of such a log would attach to a job. Addresses (``10.0.0.5``) stay whole.
     """
-    return host.str.replace(r"^([A-Za-z][A-Za-z0-9_-]*)\..*$", "$1")
+    return host.str.replace(r"^([A-Za-z][A-Za-z0-9_-]*)\..*$", "$1").str.to_lowercase()
 
 
 GAP_LOOKBACK = timedelta(hours=6)
