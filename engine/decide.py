@@ -132,7 +132,6 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         same_node=pl.col("node").is_not_null() & (pl.col("node") == pl.col("root_node")).fill_null(False)
     )
     close = pl.col("ts_hi") - pl.col("root_ts_hi") <= pl.when(pl.col("same_node")).then(pl.lit(tie)).otherwise(pl.lit(skew))
-    near = paired.filter(close)
     # A line of another node known only within [ts, ts_hi] (an unstamped traceback between
     # two stamped lines) that spans the root's moment may have come before the root or after
     # it: no clock orders the two, so in another domain it is a competing explanation too.
@@ -145,6 +144,12 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     below_root = ((pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line"))).fill_null(False)
     spans_root = other_node & ~below_root & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
     rivals = paired.filter(close | spans_root)
+    # On the root's own node, an unstamped report of the same domain whose span holds the
+    # root's moment is the same incident seen by the process (Python's faulthandler on the
+    # rank whose process the kernel reports as segfaulting): its rank and GPU are culprits.
+    same_incident = paired.filter(
+        close | (pl.col("same_node") & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") >= pl.col("root_ts")))
+    )
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
     names = pl.col("names_node")
@@ -180,7 +185,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     )
     shared = pl.concat([in_attempt, in_fleet]).group_by("attempt_id").agg(pl.col("_shared").any())
     culprits = (
-        near.filter(pl.col("domain") == pl.col("root_domain"))
+        same_incident.filter(pl.col("domain") == pl.col("root_domain"))
         .join(naming, on=["rule_id", "event"], how="left")
         .group_by("attempt_id")
         .agg(

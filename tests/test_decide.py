@@ -468,3 +468,23 @@ def test_lines_of_one_file_are_ordered_by_line_number_when_stamps_tie():
     )
     v, _ = verdict(att, ev)
     assert (v["a"]["cause"], v["a"]["quality"], v["a"]["alternatives"]) == ("storage.disk_full", "probable", [])
+
+
+def test_an_unstamped_report_on_the_roots_node_spanning_it_names_its_rank():
+    """The kernel's segfault report names the process, not the rank; the rank's own
+    faulthandler line, unstamped, may be the same moment: same node, same domain, its rank
+    is the culprit. On another node it is not the same process."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]}, {"attempt_id": "b", "nodes": ["n3", "n4"]})
+    ev = []
+    for attempt, kernel_node, rank_node in (("a", "n2", "n2"), ("b", "n4", "n3")):
+        ev += [
+            {"node": kernel_node, "event": "segfault", "domain": "workload", "cause": "workload.segfault", "ts": at(30),
+             "origin": f"{kernel_node}.log:5"},
+            {"node": rank_node, "attempt_id": attempt, "source": "app", "event": "faulthandler", "domain": "workload",
+             "cause": "workload.segfault", "rank": 12, "ts": at(20), "ts_source": "inferred", "origin": f"{attempt}.out:7"},
+            {"node": rank_node, "attempt_id": attempt, "source": "app", "event": "progress", "role": "context",
+             "domain": "workload", "ts": at(40), "origin": f"{attempt}.out:9"},
+        ]
+    v, _ = verdict(att, events(*ev))
+    assert (v["a"]["cause"], v["a"]["culprit_ranks"]) == ("workload.segfault", [12])
+    assert v["b"]["culprit_ranks"] == []
