@@ -683,10 +683,26 @@ def restore_orphaned_confirmations(events: pl.DataFrame) -> pl.DataFrame:
     linked = _with_rows(events).filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
     if linked.is_empty():
         return events
-    roots = events.filter(pl.col("role") == "root_candidate").select("attempt_id", pl.col("event_id").alias("caused_by"))
-    orphans = linked.join(roots, on=["attempt_id", "caused_by"], how="anti").select("_row")
+    roots = events.filter(pl.col("role") == "root_candidate").select("attempt_id", pl.col("event_id").alias("_at"))
+    orphans = linked.join(roots, left_on=["attempt_id", "caused_by"], right_on=["attempt_id", "_at"], how="anti")
     if orphans.is_empty():
         return events
-    role = events["role"].scatter(orphans["_row"], "root_candidate")
-    caused_by = events["caused_by"].scatter(orphans["_row"], None)
+    # A preferred event that became the confirmation of another root hands its own
+    # confirmations on to that root: the CUDA error XID 13 confirmed, once the XID 94 beside
+    # it on the GPU outranks the XID 13, confirms the XID 94.
+    hops = linked.select("attempt_id", pl.col("event_id").alias("_at"), pl.col("caused_by").alias("_next")).unique(
+        ["attempt_id", "_at"], keep="first", maintain_order=True)
+    target = orphans.select("_row", "attempt_id", pl.col("caused_by").alias("_at"))
+    for _ in range(CHAIN_HOPS):
+        target = target.join(hops, on=["attempt_id", "_at"], how="left", maintain_order="left").select(
+            "_row", "attempt_id", pl.coalesce("_next", "_at").alias("_at"))
+    handed = target.join(roots, on=["attempt_id", "_at"], how="semi")
+    lost = orphans.join(handed, on="_row", how="anti")
+    role = events["role"].scatter(lost["_row"], "root_candidate")
+    caused_by = events["caused_by"].scatter(lost["_row"], None).scatter(handed["_row"], handed["_at"])
     return events.with_columns(role, caused_by)
+
+
+CHAIN_HOPS = 3
+"""How many confirmations deep :func:`restore_orphaned_confirmations` follows a chain to its
+root (precedence rules chain at most a few events: CUDA error → XID 13 → XID 94)."""

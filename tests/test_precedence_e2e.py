@@ -31,6 +31,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 706|706|train|alice|REQUEUED|0:0|2026-11-20T10:00:00|2026-11-20T10:12:09|n8|gres/gpu=8,node=1
 707|707|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[9-10]|gres/gpu=16,node=2
 708|708|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n11|gres/gpu=8,node=1
+709|709|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n12|gres/gpu=8,node=1
 """
 # Megatron-LM's async checkpoint writer re-raises a worker's OSError as
 # f"Worker failure: {exc}" (dist_checkpointing/strategies/filesystem_async.py); the OSError
@@ -151,3 +152,12 @@ def test_an_ecc_xid_outranks_the_xid_13_beside_it_on_the_gpu(tmp_path):
     assert (v["domain"], v["cause"], v["culprit_gpus"]) == ("gpu_memory", "gpu_memory.uncorrectable_ecc", ["0000:b3:00"])
     roles = {e["event"]: e["role"] for e in v["evidence"]}
     assert roles["xid_13_graphics_exception"] == "confirmation"
+
+
+def test_the_cuda_error_an_outranked_xid_13_confirmed_confirms_the_ecc_xid(tmp_path):
+    # The rank's error links to the XID 13; the XID 94 45 s later outranks that XID 13: the
+    # error is the XID 94's confirmation, not a workload root of its own.
+    v = job_verdict(tmp_path, "709", f"[2026-11-20 10:20:01,000] step 9\n[rank2]: {ILLEGAL_ADDRESS}\n",
+                    n12=(("10:20:00", f"kernel: {XID_13}"), ("10:20:45", f"kernel: {XID_94}")))
+    assert (v["domain"], v["culprit_gpus"], v["culprit_ranks"]) == ("gpu_memory", ["0000:b3:00"], [2])
+    assert role_of(v, "cuda.illegal_memory_access") == "confirmation"
