@@ -1,8 +1,8 @@
 """An uncorrected PCIe error on a GPU and the XID that follows on that GPU are one failure:
 the XID is the root and the AER line its confirmation (``precedence.xid_over_gpu_pcie_error``);
-so is a fatal error the root port above it logged seconds before
-(``precedence.gpu_lost_over_fatal_pcie_error``); on another device, or a minute before,
-the AER line stays a root of its own. Landed through the Slurm connector
+so is a fatal error the root port above it logged seconds before (``port_aer.py``);
+on another device (a NIC's own function), or a minute before, the AER line stays a root
+of its own. Landed through the Slurm connector
 and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ AER_GPU = "kernel: nvidia 0000:06:00.0: PCIe Bus Error: severity=Uncorrected (No
 # wilicc/gpu-burn#1: the root port above the GPU logs the fatal error.
 AER_PORT = ("kernel: pcieport 0000:00:02.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, "
             "id=0010(Receiver ID)")
+# The pack's e1000e test line's fatal form, on the HCA's function.
+AER_NIC_FATAL = ("kernel: mlx5_core 0000:41:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), "
+                 "type=Transaction Layer, (Requester ID)")
 AER_NIC = "kernel: mlx5_core 0000:41:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)"
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
@@ -26,6 +29,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 801|801|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g2|gres/gpu=8,node=1
 802|802|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g3|gres/gpu=8,node=1
 803|803|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g4|gres/gpu=8,node=1
+804|804|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g5|gres/gpu=8,node=1
 """
 
 
@@ -39,7 +43,8 @@ def verdicts(tmp_path_factory):
     (logs / "g3.log").write_text(syslog("g3", ("10:20:00", AER_PORT), ("10:20:01", f"kernel: {XID_79}")))
     # A minute apart: two faults, not one.
     (logs / "g4.log").write_text(syslog("g4", ("10:19:00", AER_PORT), ("10:20:01", f"kernel: {XID_79}")))
-    for job in ("800", "801", "802", "803"):
+    (logs / "g5.log").write_text(syslog("g5", ("10:20:00", AER_NIC_FATAL), ("10:20:02", f"kernel: {XID_79}")))
+    for job in ("800", "801", "802", "803", "804"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
@@ -59,3 +64,7 @@ def test_a_gpu_lost_seconds_after_its_root_ports_fatal_error_is_the_root(verdict
     assert (v["domain"], v["cause"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["0000:06:00"])
     assert role_of(v, "pcie_aer_bus_error") == "confirmation"
     assert role_of(verdicts["803"], "pcie_aer_bus_error") != "confirmation"
+
+
+def test_a_nics_own_fatal_error_before_a_gpu_loss_stays_a_root(verdicts):
+    assert role_of(verdicts["804"], "pcie_aer_bus_error") == "root_candidate"

@@ -1,0 +1,51 @@
+"""A fatal PCIe error a root port reports, seconds before a GPU on its node falls off the
+bus, is that GPU's link failing: the GPU is the root and the port's report its confirmation.
+
+The AER driver reports an uncorrectable error on the port that received it, often the root
+port above the GPU (``pcieport 0000:97:01.0: PCIe Bus Error: severity=Uncorrected (Fatal),
+…``), so the line names the port, not the GPU, and ``precedence.xid_over_gpu_pcie_error``
+(scope ``gpu``) cannot pair it with the XID 79 that follows. A fatal error of another
+device's own function (a NIC's ``mlx5_core``, a disk controller) before a GPU loss stays a
+root of its own: two devices failing at once is the host's problem, and the verdict
+should say so. Contract: :mod:`engine.rules.python_rules`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+from engine.rules.python_rules import link_to_roots
+
+PORT_REPORT = "pcieport "
+"""How the kernel names a PCIe port's own AER report (the ``pcieport`` driver)."""
+FATAL = "pcie_aer_fatal"
+"""The fatal AER event (``pcie_aer_bus_error`` in ``gpu_health.yaml``)."""
+FELL_OFF = ("xid_79_fallen_off_bus", "gpu_fallen_off_bus")
+"""Events of a GPU leaving the bus (``gpu_xid.yaml``, ``gpu_health.yaml``)."""
+WITHIN = timedelta(seconds=10)
+"""How soon after the port's report the GPU must fall off to be the device below it."""
+PRINTED_BEFORE = timedelta(seconds=1)
+"""How much earlier the GPU's loss may be stamped (one report, lines a moment apart)."""
+
+
+def apply(events: pl.DataFrame, context) -> pl.DataFrame:
+    """Link a root port's fatal AER report to the GPU fall-off that follows it on its node."""
+    roots = pl.col("role") == "root_candidate"
+    ports = events.filter(
+        roots & (pl.col("event") == FATAL) & pl.col("message").str.contains(PORT_REPORT, literal=True)
+    ).select("attempt_id", "cluster", "node", "event_id", pl.col("ts").alias("_aer"))
+    if ports.is_empty():
+        return events
+    lost = events.filter(roots & pl.col("event").is_in(FELL_OFF)).select(
+        "attempt_id", "cluster", "node", pl.col("event_id").alias("_root"), "ts")
+    links = (
+        ports.join(lost, on=["attempt_id", "cluster", "node"])
+        .filter(pl.col("ts").is_between(pl.col("_aer") - PRINTED_BEFORE, pl.col("_aer") + WITHIN))
+        .sort("attempt_id", "event_id", "ts", "_root")
+        .group_by("attempt_id", "event_id", maintain_order=True)
+        .first()
+        .select("attempt_id", "event_id", "_root")
+    )
+    return link_to_roots(events, links, "confirmation") if not links.is_empty() else events
