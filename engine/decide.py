@@ -105,7 +105,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         events.lazy()
         .filter((pl.col("role") == "root_candidate") & (~late | pl.col("domain").is_in(INFRASTRUCTURE)))
         .select("_row", "attempt_id", "cluster", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank",
-                "domain", "cause", "action", "rule_id", "event", "origin", "params")
+                "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source")
         .filter(~late | late.all().over("attempt_id"))
         .with_columns(
             pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
@@ -206,9 +206,12 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     )
     # Printed after the root in the same node's file: not a rival (one writer's lines are in
     # order). A central syslog server's file holds many nodes, whose order there is only
-    # the order the lines arrived in.
+    # the order the lines arrived in; but an unstamped line has no time of its own, only its
+    # place: below the root it came after it (NCCL's teardown below slurmstepd's banner, whose
+    # stamp the scheduler's end bounds within the clock skew).
+    after_root = below_root & (pl.col("same_node") | (pl.col("ts_source") == "inferred"))
     alternatives = (
-        rivals.filter((pl.col("domain") != pl.col("root_domain")) & ~(below_root & pl.col("same_node")))
+        rivals.filter((pl.col("domain") != pl.col("root_domain")) & ~after_root)
         .sort(["attempt_id", "ts", "node", "rule_id"], nulls_last=True)
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.struct(_ALTERNATIVE_FIELDS).alias("alternatives"))

@@ -436,12 +436,15 @@ def test_an_unstamped_line_spanning_the_root_competes_with_it():
 
 def test_an_unstamped_line_below_the_root_in_its_file_does_not_compete():
     """NCCL's teardown error from another node, printed below slurmstepd's time-limit banner
-    in the job's output, inherited the banner's stamp: its span covers the banner, but the
-    file says it came after. The same line in another file still competes."""
+    in the job's output, inherited the banner's stamp: its span covers the banner (a), or,
+    as the attempt ended at the banner, lies within the clock skew of it (c), but the file
+    says it came after. The same line in another file still competes (b)."""
     att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"], "state": "timeout"},
-                   {"attempt_id": "b", "nodes": ["n3", "n4"], "state": "timeout"})
+                   {"attempt_id": "b", "nodes": ["n3", "n4"], "state": "timeout"},
+                   {"attempt_id": "c", "nodes": ["n5", "n6"], "state": "timeout", "end_ts": at(40)})
     ev = []
-    for attempt, (banner_node, peer), nccl_origin in (("a", ("n1", "n2"), "a.out:11"), ("b", ("n3", "n4"), "b.err:1")):
+    for attempt, (banner_node, peer), nccl_origin in (("a", ("n1", "n2"), "a.out:11"), ("b", ("n3", "n4"), "b.err:1"),
+                                                      ("c", ("n5", "n6"), "c.out:11")):
         ev += [
             {"node": banner_node, "attempt_id": attempt, "source": "app", "event": "time_limit_banner",
              "domain": "scheduler", "cause": "scheduler.time_limit", "ts": at(40), "origin": f"{attempt}.out:10"},
@@ -452,7 +455,9 @@ def test_an_unstamped_line_below_the_root_in_its_file_does_not_compete():
              "domain": "workload", "ts": at(55), "origin": f"{attempt}.out:12"},
         ]
     v, _ = verdict(att, events(*ev))
-    assert (v["a"]["cause"], v["a"]["quality"], v["a"]["alternatives"]) == ("scheduler.time_limit", "definitive", [])
+    for attempt in ("a", "c"):
+        assert (v[attempt]["cause"], v[attempt]["quality"], v[attempt]["alternatives"]) == (
+            "scheduler.time_limit", "definitive", [])
     assert (v["b"]["cause"], v["b"]["quality"]) == ("scheduler.time_limit", "ambiguous")
     assert [(x["cause"], x["node"]) for x in v["b"]["alternatives"]] == [("network.transport_retry_exceeded", "n4")]
 
