@@ -32,6 +32,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 707|707|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[9-10]|gres/gpu=16,node=2
 708|708|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n11|gres/gpu=8,node=1
 709|709|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n12|gres/gpu=8,node=1
+710|710|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n13|gres/gpu=8,node=1
 """
 # Megatron-LM's async checkpoint writer re-raises a worker's OSError as
 # f"Worker failure: {exc}" (dist_checkpointing/strategies/filesystem_async.py); the OSError
@@ -161,3 +162,14 @@ def test_the_cuda_error_an_outranked_xid_13_confirmed_confirms_the_ecc_xid(tmp_p
                     n12=(("10:20:00", f"kernel: {XID_13}"), ("10:20:45", f"kernel: {XID_94}")))
     assert (v["domain"], v["culprit_gpus"], v["culprit_ranks"]) == ("gpu_memory", ["0000:b3:00"], [2])
     assert role_of(v, "cuda.illegal_memory_access") == "confirmation"
+
+
+# stas00/ml-engineering's XID 63 (the gpu_xid rule's test line), on the XID 13's GPU.
+XID_63 = "NVRM: Xid (PCI:0000:b3:00): 63, pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate."
+
+
+def test_a_row_remap_notice_confirms_no_cuda_error(tmp_path):
+    # XID 63 is context: the CUDA error is the XID 13's confirmation, and names its rank.
+    v = job_verdict(tmp_path, "710", f"[2026-11-20 10:20:01,000] step 9\n[rank2]: {ILLEGAL_ADDRESS}\n",
+                    n13=(("10:20:00", f"kernel: {XID_63}"), ("10:20:00", f"kernel: {XID_13}")))
+    assert (v["cause"], v["culprit_ranks"]) == ("workload.gpu_illegal_address", [2])
