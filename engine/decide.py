@@ -22,8 +22,9 @@ attempt gets ``domain = none``.
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked
 to it or to another report it stands for, a scheduler state with the same cause or one its
 state rule ``agrees_with``, or NODE_FAIL for an infrastructure root) and complete coverage;
-a root without corroboration, a fallback root, or a root with a log source missing is
-``probable``; a fallback root with a log source missing is ``insufficient``.
+a root without corroboration, a fallback root, a root with a log source missing, or a
+workload root whose node reports a hardware fault stamped within its grace after the end
+is ``probable``; a fallback root with a log source missing is ``insufficient``.
 """
 
 from __future__ import annotations
@@ -128,7 +129,20 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         pl.col("cluster").alias("root_cluster"),
         late.alias("root_late"),
     )
-    paired = candidates.join(first, on="attempt_id").with_columns(
+    # A hardware fault on a workload root's node stamped after the attempt ended (within its
+    # grace) may be what the job died of, seen by a clock that runs ahead: the CUDA error
+    # of a GPU that was falling off the bus. The root stands, but not as ``definitive``.
+    late_hardware = (
+        events.lazy()
+        .filter((pl.col("role") == "root_candidate") & late & pl.col("domain").is_in(INFRASTRUCTURE))
+        .select("attempt_id", pl.col("node").alias("root_node"), late_rival=pl.lit(True))
+        .unique()
+        .collect()
+    )
+    first = first.join(late_hardware, on=["attempt_id", "root_node"], how="left").with_columns(
+        (pl.col("late_rival").fill_null(False) & (pl.col("root_domain") == "workload")).alias("late_rival")
+    )
+    paired = candidates.join(first.drop("late_rival"), on="attempt_id").with_columns(
         same_node=pl.col("node").is_not_null() & (pl.col("node") == pl.col("root_node")).fill_null(False)
     )
     close = pl.col("ts_hi") - pl.col("root_ts_hi") <= pl.when(pl.col("same_node")).then(pl.lit(tie)).otherwise(pl.lit(skew))
@@ -372,7 +386,8 @@ def decide(
     quality = (
         pl.when(~pl.col("failed")).then(pl.lit("definitive"))
         .when(log_root & pl.col("ambiguous")).then(pl.lit("ambiguous"))
-        .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late")).then(pl.lit("definitive"))
+        .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late") & ~pl.col("late_rival").fill_null(False))
+        .then(pl.lit("definitive"))
         .when(log_root).then(pl.lit("probable"))
         .when(by_state & pl.col("complete")).then(pl.lit("probable"))
         .otherwise(pl.lit("insufficient"))

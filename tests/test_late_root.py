@@ -2,8 +2,8 @@
 whose clock runs far ahead stamps its NVLink XID after the job ended, and the CUDA error the
 job printed before its end stays the root (instead of becoming the late XID's
 confirmation and leaving nothing), while alone such an XID is the root, never a definitive
-one; and a CUDA error that confirmed an XID a later rule gave
-to the previous job is a root again. Real lines, landed through the Slurm connector and the
+one; a GPU lost after the end on a workload root's node leaves that root probable; and a
+CUDA error that confirmed an XID a later rule gave to the previous job is a root again. Real lines, landed through the Slurm connector and the
 files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -28,7 +28,11 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 911|911|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T11:00:00|n2|gres/gpu=8,node=1
 912|912|train|alice|FAILED|1:0|2026-11-20T12:00:00|2026-11-20T12:30:00|n3|gres/gpu=8,node=1
 913|913|train|alice|FAILED|1:0|2026-11-20T14:00:00|2026-11-20T15:00:00|n4|gres/gpu=8,node=1
+914|914|train|alice|FAILED|1:0|2026-11-20T16:00:00|2026-11-20T17:00:00|n[5-6]|gres/gpu=16,node=2
 """
+# pytorch/pytorch#49832, then NVIDIA/open-gpu-kernel-modules#1151's driver line.
+LAUNCH_FAILURE = "RuntimeError: CUDA error: unspecified launch failure"
+FELL_OFF = "NVRM: GPU 0000:61:00.0: GPU has fallen off the bus."
 
 
 def test_an_xid_stamped_after_the_end_leaves_the_cuda_error_the_root(tmp_path):
@@ -74,3 +78,18 @@ def test_an_xid_stamped_after_the_end_is_the_root_when_nothing_else_is(tmp_path)
     (logs / "slurm-913.out").write_text(f"[2026-11-20 14:10:00,000] {ITERATION}\n")
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["913"]
     assert (v["domain"], v["culprit_nodes"], v["quality"]) == ("nvlink", ["n4"], "probable")
+
+
+def test_a_gpu_lost_after_the_end_on_the_roots_node_leaves_the_workload_root_not_definitive(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    # n6's clock runs four minutes ahead, and no launch line places it: its GPU fell off the
+    # bus, which the rank on it saw as a launch failure.
+    (logs / "n5.log").write_text(syslog("n5", ("15:50:00", ALIVE)))
+    (logs / "n6.log").write_text(syslog("n6", ("15:50:00", ALIVE), ("17:03:53", f"kernel: {FELL_OFF}")))
+    (logs / "slurm-914.out").write_text(f"0: [2026-11-20 16:10:00,000] {ITERATION}\n"
+                                        f"11: [2026-11-20 16:59:50,000] [rank11]: {LAUNCH_FAILURE}\n"
+                                        "srun: error: n6: task 11: Exited with exit code 1\n")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["914"]
+    assert (v["domain"], v["cause"], v["quality"]) == ("workload", "workload.launch_failure", "probable")
+    assert [e["role"] for e in v["evidence"] if e["rule_id"] == "gpu_fallen_off_bus"] == ["root_candidate"]
