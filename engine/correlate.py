@@ -670,6 +670,11 @@ def demote_outlived_prestart_roots(events: pl.DataFrame, fail_at_once: timedelta
     return _to_context(events, outlived)
 
 
+CHAIN_HOPS = 3
+"""How many confirmations deep :func:`restore_orphaned_confirmations` follows a chain to its
+root (precedence rules chain at most a few events: CUDA error → XID 13 → XID 94)."""
+
+
 def restore_orphaned_confirmations(events: pl.DataFrame) -> pl.DataFrame:
     """A confirmation whose preferred event is no root candidate once every rule has run
     confirms nothing: it is a root candidate again.
@@ -701,8 +706,3 @@ def restore_orphaned_confirmations(events: pl.DataFrame) -> pl.DataFrame:
     role = events["role"].scatter(lost["_row"], "root_candidate")
     caused_by = events["caused_by"].scatter(lost["_row"], None).scatter(handed["_row"], handed["_at"])
     return events.with_columns(role, caused_by)
-
-
-CHAIN_HOPS = 3
-"""How many confirmations deep :func:`restore_orphaned_confirmations` follows a chain to its
-root (precedence rules chain at most a few events: CUDA error → XID 13 → XID 94)."""

@@ -47,6 +47,11 @@ OUTLIVED = timedelta(minutes=10)
 engine's ``fail_at_once`` default): a process killed by it fails its job at once."""
 
 
+CLAIM_WINDOW = timedelta(minutes=1)
+"""How close to a claimed event another event on the same GPU is one fault with it (the
+driver reports one fault as XID 31, 13 and 43 within milliseconds)."""
+
+
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Demote the :data:`ENDED_BEFORE_START` events stamped before their attempt started,
     that their attempt outlived by more than :data:`OUTLIVED`, or that another attempt
@@ -69,11 +74,6 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
 
 
-CLAIM_WINDOW = timedelta(minutes=1)
-"""How close to a claimed event another event on the same GPU is one fault with it (the
-driver reports one fault as XID 31, 13 and 43 within milliseconds)."""
-
-
 def _claimed_by_another(events: pl.DataFrame, bound: pl.Expr) -> pl.Series:
     """Per row: a ``bound`` node event on a GPU (or, naming none, the very event) another
     attempt claims within :data:`CLAIM_WINDOW` (a confirmation of its own linked to it,
@@ -83,7 +83,7 @@ def _claimed_by_another(events: pl.DataFrame, bound: pl.Expr) -> pl.Series:
     linked = events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null()).select(
         "attempt_id", pl.col("caused_by").alias("event_id")).unique()
     if linked.is_empty():
-        return pl.Series([False] * events.height)
+        return pl.repeat(False, events.height, eager=True)
     claims = (
         events.filter(bound).select("attempt_id", "event_id", "cluster", "node", unit, pl.col("ts").alias("_claim_ts"))
         .join(linked, on=["attempt_id", "event_id"], how="semi")
