@@ -82,7 +82,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .first()
     )
     timeout_ms = pl.col("params").str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False).fill_null(0)
-    began = pl.col("ts") - pl.duration(milliseconds=timeout_ms)
+    # Not before the attempt started: an unstamped timeout line only inherited an earlier stamp.
+    began = pl.max_horizontal(pl.col("ts") - pl.duration(milliseconds=timeout_ms), pl.col("start_ts"))
     seqnum = pl.col("params").str.json_path_match("$.seqnum").fill_null("?")
     message = pl.concat_str([
         pl.lit("rank "), pl.col("_rank").cast(pl.String), pl.lit(" never joined collective SeqNum="), seqnum,

@@ -22,7 +22,11 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 602|602|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[5-6]|gres/gpu=4,node=2
 603|603|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[7-8]|gres/gpu=4,node=2
 604|604|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[9-16]|gres/gpu=64,node=8
+605|605|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[17-18]|gres/gpu=4,node=2
 """
+# The watchdog line of older PyTorch, without a stamp (https://github.com/aioz-ai/GCD/issues/6).
+OLD_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: "
+               "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600099 milliseconds before timing out.")
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +41,9 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-604.out").write_text("".join(
         TIMEOUT.format(r=r).replace("600099", str(600100 + r)) + "\n" for r in range(64) if r != 37))
     (logs / "n6.log").write_text(syslog("n6", ("10:29:00", f"kernel: {XID_79}")))
+    # Unstamped: the timeouts inherit the job's first stamp, five seconds after its start.
+    (logs / "slurm-605.out").write_text("0: [2026-11-20 10:00:05,000] step 1\n"
+                                        + "".join(OLD_TIMEOUT.format(r=r) + "\n" for r in (1, 2, 3)))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
@@ -70,3 +77,9 @@ def test_the_silent_rank_is_kept_when_the_timeouts_fill_the_evidence(verdicts):
     assert len(v["evidence"]) == 50  # the default evidence_limit: most of the 63 reports are left out
     named = [e for e in v["evidence"] if e["rule_id"] == "straggler_rank"]
     assert [(e["node"], e["rank"], e["role"]) for e in named] == [("n13", 37, "context")]
+
+
+def test_a_collective_inferred_before_the_start_began_at_the_start(verdicts):
+    v = verdicts["605"]
+    assert (v["cause"], v["culprit_ranks"]) == ("workload.straggler_rank", [0])
+    assert v["first_fault_ts"].isoformat() == "2026-11-20T10:00:00+00:00"
