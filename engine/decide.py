@@ -321,8 +321,9 @@ def decide(
     )
     linked = links.select("attempt_id").unique().with_columns(linked=pl.lit(True))
     # A root that names no rank (the kernel's XID 13) is the rank's whose own error confirms
-    # it: the same fault, seen by the process that hit it. Only a rank on a culprit node:
-    # the survivors' reports of a node that died are not the fault's own.
+    # it: the same fault, seen by the process that hit it. Those ranks join the culprit
+    # ranks of the root's incident (another node's ranks hitting the same error), but only a
+    # rank on a culprit node: the survivors' reports of a node that died are not the fault's.
     culprit_nodes = roots.select("attempt_id", pl.col("culprit_nodes").alias("node")).explode("node")
     confirming_ranks = (
         links.filter((pl.col("role") == "confirmation") & pl.col("rank").is_not_null())
@@ -344,8 +345,10 @@ def decide(
         .join(linked, on="attempt_id", how="left")
         .join(confirming_ranks, on="attempt_id", how="left")
         .with_columns(
-            pl.when(pl.col("culprit_ranks").list.len().fill_null(0) == 0).then(pl.col("_confirming_ranks"))
-            .otherwise(pl.col("culprit_ranks")).alias("culprit_ranks")
+            pl.when(pl.col("_confirming_ranks").is_null()).then(pl.col("culprit_ranks"))
+            .otherwise(pl.concat_list(pl.col("culprit_ranks").fill_null(pl.lit([], dtype=pl.List(pl.Int32))),
+                                      "_confirming_ranks").list.unique().list.sort())
+            .alias("culprit_ranks")
         )
         .drop("_confirming_ranks")
         .join(symptoms, on="attempt_id", how="left")

@@ -142,6 +142,14 @@ def test_a_root_that_names_no_rank_takes_the_rank_whose_error_confirms_it(tmp_pa
     assert (v["domain"], v["culprit_ranks"]) == ("workload", [13])
 
 
+def test_the_confirming_rank_joins_the_ranks_another_node_hit_the_same_error_on(tmp_path):
+    # Rank 1 on n9 hit the same error with no XID on its node: a culprit too, beside rank 13.
+    v = job_verdict(tmp_path, "707", f"0: [2026-11-20 10:19:59,000] step 900\n13: [rank13]: {ILLEGAL_ADDRESS}\n"
+                    f"1: [2026-11-20 10:20:00,500] {ILLEGAL_ADDRESS}\n",
+                    n9=(("10:00:01", ALIVE),), n10=(("10:20:00", f"kernel: {XID_13}"),))
+    assert (v["domain"], v["culprit_ranks"]) == ("workload", [1, 13])
+
+
 # akash-network/support#244: XID 94 as the driver prints an ECC error contained at the SM.
 XID_94 = "NVRM: Xid (PCI:0000:b3:00): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No"
 
