@@ -106,7 +106,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         events.lazy()
         .filter((pl.col("role") == "root_candidate") & (~late | pl.col("domain").is_in(INFRASTRUCTURE)))
         .select("_row", "attempt_id", "cluster", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank",
-                "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source")
+                "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source", "source")
         .filter(~late | late.all().over("attempt_id"))
         .with_columns(
             pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
@@ -220,10 +220,15 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     )
     # Printed after the root in the same node's file: not a rival (one writer's lines are in
     # order). A central syslog server's file holds many nodes, whose order there is only
-    # the order the lines arrived in; but an unstamped line has no time of its own, only its
-    # place: below the root it came after it (NCCL's teardown below slurmstepd's banner, whose
-    # stamp the scheduler's end bounds within the clock skew).
-    after_root = below_root & (pl.col("same_node") | (pl.col("ts_source") == "inferred"))
+    # the order the lines arrived in, queued and forwarded at each node's pace; a job's
+    # output is written as srun receives its tasks' lines, within moments, so below the root
+    # there a line came after it (slurmstepd's requeue banner below srun's "Node failure
+    # on"), and so did an unstamped line anywhere, which has no time of its own, only its
+    # place (NCCL's teardown below slurmstepd's banner, whose stamp the scheduler's end
+    # bounds within the clock skew).
+    after_root = below_root & (
+        pl.col("same_node") | (pl.col("ts_source") == "inferred") | (pl.col("source") == "app")
+    )
     alternatives = (
         rivals.filter((pl.col("domain") != pl.col("root_domain")) & ~after_root)
         .sort(["attempt_id", "ts", "node", "rule_id"], nulls_last=True)

@@ -493,3 +493,24 @@ def test_an_unstamped_report_on_the_roots_node_spanning_it_names_its_rank():
     v, _ = verdict(att, events(*ev))
     assert (v["a"]["cause"], v["a"]["culprit_ranks"]) == ("workload.segfault", [12])
     assert v["b"]["culprit_ranks"] == []
+
+
+def test_a_stamped_line_of_another_node_below_the_root_in_the_jobs_output_is_no_rival():
+    """srun's unstamped "Node failure on n2" and, below it in the job's output, slurmstepd's
+    requeue banner stamped on n1: srun wrote them in that order, so the banner came after.
+    In a central syslog server's file (b) the order they arrived in proves nothing."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"], "state": "node_fail"},
+                   {"attempt_id": "b", "nodes": ["n3", "n4"], "state": "node_fail"})
+    ev = []
+    for attempt, (lost, batch), source in (("a", ("n2", "n1"), "app"), ("b", ("n4", "n3"), "syslog")):
+        ev += [
+            {"node": batch, "attempt_id": attempt, "source": source, "event": "progress", "role": "context",
+             "domain": "workload", "ts": at(30), "origin": f"{attempt}.out:37"},
+            {"node": lost, "attempt_id": attempt, "source": source, "event": "node_failure", "domain": "host",
+             "cause": "host.node_failure", "ts": at(30), "ts_source": "inferred", "origin": f"{attempt}.out:38"},
+            {"node": batch, "attempt_id": attempt, "source": source, "event": "requeue_banner", "domain": "scheduler",
+             "cause": "scheduler.requeued", "ts": at(35), "origin": f"{attempt}.out:39"},
+        ]
+    v, _ = verdict(att, events(*ev))
+    assert (v["a"]["cause"], v["a"]["quality"], v["a"]["culprit_nodes"]) == ("host.node_failure", "definitive", ["n2"])
+    assert [x["cause"] for x in v["b"]["alternatives"]] == ["scheduler.requeued"]
