@@ -43,7 +43,8 @@ def attach_events(
     (:func:`add_time_bounds`), ``ranks`` (:func:`collapse_rank_copies`, whose windows are
     the ``pack``'s) and ``caused_by`` (null here).
     A node whose clock runs off its peers' has its events read on theirs
-    (:func:`clock_offsets`), with a note in the evidence. ``launches``: slurmd's launch
+    (:func:`clock_offsets`), and the job's lines its ranks stamped on that clock
+    (:func:`on_peer_clocks`), with a note in the evidence. ``launches``: slurmd's launch
     lines, already split off ``events`` by :func:`split_launch_lines` (a run splits each
     day once as it reads it); without them, ``events`` is split here.
     """
@@ -68,6 +69,8 @@ def attach_events(
         .join(attempts.select(ATTEMPT_COLUMNS).rename({"cluster": "_cluster"}), on="attempt_id", how="inner")
         .filter(pl.col("cluster") == pl.col("_cluster"))
     )
+    if offsets.height:
+        app_events = on_peer_clocks(app_events, offsets, skew)
     columns = events.columns + [c for c in ATTEMPT_COLUMNS if c not in events.columns]
     # One chunk: every later sort, join and filter gathers rows of this wide frame, and a
     # gather over several chunks costs several times more.
@@ -79,6 +82,40 @@ def attach_events(
         collapse_rank_copies(add_time_bounds(attached, skew), pack)
         .with_columns(pl.lit(None, dtype=pl.String).alias("caused_by"))
         .sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
+    )
+
+
+def on_peer_clocks(app_events: pl.DataFrame, offsets: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
+    """The job's lines stamped on a node whose clock runs off (:func:`clock_offsets`),
+    moved by its offset when they show they read that clock: its ranks' reports of the
+    collective that timed out (NCCL's watchdog, ``timeout_ms``) are stamped that far, within
+    ``skew``, from the other nodes' ranks' reports of it. A rank's logging reads its node's
+    clock, unless its lines were stamped elsewhere (a collector that restamps them), so
+    they move only when their own stamps say so; unstamped lines keep the stamp they
+    inherited."""
+    timeouts = (
+        app_events.filter(pl.col("params").str.contains('"timeout_ms"', literal=True).fill_null(False)
+                          & (pl.col("ts_source") == "line") & pl.col("node").is_not_null())
+        .group_by("attempt_id", "node").agg(pl.col("ts").median().alias("_seen"))
+    )
+    seen = (
+        timeouts.join(timeouts, on="attempt_id", suffix="_peer")
+        .filter(pl.col("node") != pl.col("node_peer"))
+        .group_by("attempt_id", "node").agg((pl.col("_seen") - pl.col("_seen_peer")).median().alias("_apart"))
+    )
+    moved = offsets.join(seen, on=["attempt_id", "node"]).filter(
+        (pl.col("_apart") - pl.col("_offset")).abs() <= skew
+    ).select("attempt_id", "node", "_offset")
+    if moved.is_empty():
+        return app_events
+    own = pl.col("_offset").is_not_null() & (pl.col("ts_source") == "line")
+    return (
+        app_events.join(moved, on=["attempt_id", "node"], how="left", maintain_order="left")
+        .with_columns(
+            pl.when(own).then(pl.col("ts") - pl.col("_offset")).otherwise(pl.col("ts")).alias("ts"),
+            pl.when(own).then(pl.col("last_ts") - pl.col("_offset")).otherwise(pl.col("last_ts")).alias("last_ts"),
+        )
+        .drop("_offset")
     )
 
 
@@ -180,9 +217,9 @@ def clock_offsets(attempts: pl.DataFrame, lines: pl.DataFrame, skew: timedelta) 
     the attempt of its job that started nearest it (a requeued job has several), however
     far the node's clock is off. A node whose launch stamp lies further than ``skew`` from
     the median of them runs that far off. The step reported by most nodes decides (the
-    first of those). Only node logs move by it (the kernel's and daemons' lines, which the
-    same syslog clock stamped): the job's own output reaches its file by other paths (a
-    rank's logging, a container's clock), and stays as stamped.
+    first of those). The node's logs move by it (the kernel's and daemons' lines, which the
+    same syslog clock stamped), and so do the lines of the job's output its ranks stamped
+    when those show they read that clock (:func:`on_peer_clocks`).
     """
     empty = pl.DataFrame(schema={"attempt_id": pl.String, "node": pl.String, "_offset": pl.Duration("us"),
                                  "_step": pl.String, "_launch": EVENT_TS, "_median": EVENT_TS,

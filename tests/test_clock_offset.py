@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
+
 from engine.config import EngineConfig
 from engine.correlate import STEP_LAUNCH_EVENT, split_launch_lines
 from engine.rules.loader import load_rule_pack
@@ -18,19 +20,25 @@ from tests.end_to_end import XID_79, role_of, syslog, verdicts_by_job
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 900|900|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[1-4]|gres/gpu=32,node=4
 """
+# leptonai/gpud#1209's port line in its DOWN state, and the NCCL watchdog's report as PyTorch
+# prints it (hiyouga/LlamaFactory#6269), for rank {r} at {t}.
+PORT_DOWN = "kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"
+TIMEOUT = ("{r}: [rank{r}]:[E1120 {t}.{r:06d}000 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+           "for 600099 milliseconds before timing out.")
 # Recorded from the suite's real Slurm 22.05 slurmd (tests/slurm_lab.py), job id and port changed.
 LAUNCH = "slurmd[4630]: slurmd: launch task StepId=900.0 request from UID:20001 GID:20001 HOST:10.48.0.81 PORT:39090"
 # pytorch/pytorch#49832
 LAUNCH_FAILURE = "RuntimeError: CUDA error: unspecified launch failure"
 
 
-def _logs(tmp_path, launches: dict[str, str], xid_at: str):
+def _logs(tmp_path, launches: dict[str, str], xid_at: str, fault: str = f"kernel: {XID_79}"):
     """Each node's syslog with slurmd's launch line stamped by that node's clock, n4's
-    with an XID 79 at ``xid_at``."""
+    with ``fault`` (an XID 79) at ``xid_at``."""
     logs = tmp_path / "logs"
     logs.mkdir()
     for node, clock in launches.items():
-        xid = ((xid_at, f"kernel: {XID_79}"),) if node == "n4" else ()
+        xid = ((xid_at, fault),) if node == "n4" else ()
         (logs / f"{node}.log").write_text(syslog(node, (clock, LAUNCH), *xid))
     return logs
 
@@ -82,3 +90,19 @@ def test_a_run_splits_the_launch_lines_off_as_correlation_does_itself(tmp_path):
     split = correlate(attempts, rest, pack, config, launches=lines)
     assert whole.equals(split)
     assert "host.clock_offset" in whole["event"].to_list() and STEP_LAUNCH_EVENT not in whole["event"].to_list()
+
+
+@pytest.mark.parametrize("ranks_on_its_clock", [True, False])
+def test_a_node_clock_running_behind_moves_its_ranks_lines_only_when_they_read_it(tmp_path, ranks_on_its_clock):
+    """n4's clock runs 400 s behind: its port went down at 10:10:00 by its peers' clocks and
+    the ranks timed out at 10:20:00. When n4's ranks stamped their timeouts on its clock
+    (400 s early, as they do), they move with it: left as stamped, they would date the hang
+    before the port went down and make it context. When they were stamped on the right
+    time (a collector that restamps), they stay."""
+    logs = _logs(tmp_path, {"n1": "10:00:05", "n2": "10:00:05", "n3": "10:00:05", "n4": "09:53:25"}, "10:03:20",
+                 fault=PORT_DOWN)
+    n4_clock = "10:13:20" if ranks_on_its_clock else "10:20:00"
+    (logs / "slurm-900.out").write_text("".join(
+        TIMEOUT.format(r=r, t=n4_clock if r >= 24 else "10:20:00") + "\n" for r in range(32)))
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.link_down", ["n4"])
