@@ -217,14 +217,18 @@ def link_down(df: pl.DataFrame, ts: pl.Expr, node: pl.Expr) -> list[pl.DataFrame
     ], node=node)
 
 
-def watchdog(att: pl.DataFrame, skip_culprit: bool = True) -> list[pl.DataFrame]:
-    """Every other rank hits the NCCL watchdog ``watchdog_s`` after the fault."""
+def watchdog(att: pl.DataFrame, skip_culprit: bool = True, culprit_clock_s: pl.Expr | None = None) -> list[pl.DataFrame]:
+    """Every other rank hits the NCCL watchdog ``watchdog_s`` after the fault; the ranks of
+    the culprit node stamp it ``culprit_clock_s`` later when that node's clock runs ahead
+    (its ranks' logging reads it)."""
     r = ranks(att)
     if skip_culprit:
         r = r.filter(pl.col("rank") != pl.col("culprit_rank"))
     t = pl.col("t0") + secs(pl.col("watchdog_s") + pl.col("rank") * 0.0005)
+    stamp = t if culprit_clock_s is None else t + secs(
+        pl.when(pl.col("node_idx") == pl.col("culprit_idx")).then(culprit_clock_s).otherwise(0.0))
     ms = pl.col("watchdog_s") * 1000
-    head = fmt("[rank{}]:[{} ProcessGroupNCCL.cpp:", "rank", glog(t))
+    head = fmt("[rank{}]:[{} ProcessGroupNCCL.cpp:", "rank", glog(stamp))
     return texts(r, "app", t, [
         fmt("{}607] [Rank {}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=40417, OpType=ALLREDUCE, NumelIn=131334144, "
                   "NumelOut=131334144, Timeout(ms)={}) ran for {} milliseconds before timing out.", head, "rank", ms, ms + 12),
@@ -416,7 +420,7 @@ def scenario_lines(att: pl.DataFrame) -> list[pl.DataFrame]:
         ])
     df = get("clock_ahead_xid")
     ahead = t0 + secs(pl.col("ahead_s"))
-    out += xid79(df, ahead, culprit) + watchdog(df)
+    out += xid79(df, ahead, culprit) + watchdog(df, culprit_clock_s=pl.col("ahead_s"))
     out += [frame(df, "node", ahead + secs(pl.col("watchdog_s") + 1 + g * 0.011), fmt(
         "kernel: NVRM: Xid ({}): 45, pid={}, name=python, Ch 00000008", gpu_pci(pl.lit(g)), pl.col("pid_base") + 2 * g), node=culprit)
         for g in range(8)]
