@@ -600,6 +600,10 @@ HANG_MARGIN = timedelta(minutes=1)
 was already running (a large all-reduce takes seconds) when the fault struck."""
 
 
+GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
+"""The domains of a GPU's own faults (:func:`demote_roots_after_the_hang`)."""
+
+
 def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     """An infrastructure root candidate stamped more than :data:`HANG_MARGIN` after the
     collective that timed out began (the latest moment a watchdog cascade can have been
@@ -609,28 +613,45 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     then named by the python rules (``straggler.py``). A workload root printed late stays:
     it may report the stall itself (``DataLoader timed out after 300 seconds``). A report of
     how long the fault had lasted when it was printed (a CPU "stuck for 74s") dates it by
-    its onset (:func:`_onset`)."""
+    its onset (:func:`_onset`).
+
+    A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
+    another node's, or none) stays: that rank is the one the others waited for, and its
+    GPU failing is why, whatever the node's clock says (one running minutes ahead, with no
+    launch line to place it, stamps the fault after the hang began)."""
     if events.is_empty():
         return events
     # Narrow frames: only a few rows report a timeout, and only root candidates can move.
     reports = pl.col("params").str.contains('"timeout_ms"', literal=True).fill_null(False)
-    hung = (
-        events.select("attempt_id", "role", "params", "ts_hi")
+    timeouts = (
+        events.select("attempt_id", "node", "rank", "ranks", "role", "params", "ts_hi")
         .filter(reports)
         .filter(_timeout_ms().is_not_null())
-        .group_by("attempt_id")
-        .agg(_cascade_began("ts_hi").min().alias("_hung"))
     )
+    hung = timeouts.group_by("attempt_id").agg(_cascade_began("ts_hi").min().alias("_hung"))
     if hung.is_empty():
         return events
+    reporting = (
+        timeouts.drop_nulls("node")
+        .select("attempt_id", "node", pl.coalesce(pl.col("ranks"), pl.concat_list("rank")).alias("_r"))
+        .explode("_r").group_by("attempt_id", "node").agg(pl.col("_r").n_unique().alias("_reported"))
+        .with_columns(pl.col("_reported").max().over("attempt_id").alias("_most"))
+    )
     candidate = (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE)
+    waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most_any"))
     late = (
-        events.select("attempt_id", _onset().alias("_onset"), candidate=candidate)
+        events.select("attempt_id", "node", "domain", _onset().alias("_onset"), candidate=candidate)
         .join(hung, on="attempt_id", how="left", maintain_order="left")
-        .select(pl.col("candidate") & (pl.col("_onset") > pl.col("_hung") + HANG_MARGIN).fill_null(False))
+        .join(reporting.select("attempt_id", "node", "_reported"), on=["attempt_id", "node"], how="left",
+              maintain_order="left")
+        .join(reporting.group_by("attempt_id").agg(pl.col("_most").max().alias("_most_any")), on="attempt_id",
+              how="left", maintain_order="left")
+        .select(pl.col("candidate") & (pl.col("_onset") > pl.col("_hung") + HANG_MARGIN).fill_null(False)
+                & ~waited_for.fill_null(False))
         .to_series()
     )
     return _to_context(events, late)
+
 
 
 STUCK_S = r'"stuck_s": ?"?([0-9]+)'

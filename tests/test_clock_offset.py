@@ -15,7 +15,7 @@ from engine.correlate import STEP_LAUNCH_EVENT, split_launch_lines
 from engine.rules.loader import load_rule_pack
 from engine.run import correlate, scope_attempts
 from ingest.lake import Lake
-from tests.end_to_end import XID_79, role_of, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, XID_79, role_of, syslog, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 900|900|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[1-4]|gres/gpu=32,node=4
@@ -106,3 +106,22 @@ def test_a_node_clock_running_behind_moves_its_ranks_lines_only_when_they_read_i
         TIMEOUT.format(r=r, t=n4_clock if r >= 24 else "10:20:00") + "\n" for r in range(32)))
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.link_down", ["n4"])
+
+
+
+@pytest.mark.parametrize("ranks_on_its_clock", [True, False])
+def test_a_gpu_lost_on_the_silent_ranks_node_is_the_root_though_its_clock_dates_it_after_the_hang(
+        tmp_path, ranks_on_its_clock):
+    """No launch line places n4's clock, four minutes ahead: its GPU fell off the bus at
+    10:20 and reads 10:24, four minutes after the collective that timed out began. Rank 27,
+    on n4, never reported the timeout the other 31 did: the GPU it waited on is the root."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for node in ("n1", "n2", "n3"):
+        (logs / f"{node}.log").write_text(syslog(node, ("09:59:00", ALIVE)))
+    (logs / "n4.log").write_text(syslog("n4", ("09:59:00", ALIVE), ("10:24:00", f"kernel: {XID_79}")))
+    n4_clock = "10:34:00" if ranks_on_its_clock else "10:30:00"
+    (logs / "slurm-900.out").write_text("".join(
+        TIMEOUT.format(r=r, t=n4_clock if r >= 24 else "10:30:00") + "\n" for r in range(32) if r != 27))
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n4"])
