@@ -57,10 +57,11 @@ TimezoneOpt = Annotated[str, typer.Option(
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
     from engine.rules.loader import RulePackError
+    from ingest.config import ConfigError
     from ingest.connectors.base import ConnectorError
     from ingest.lake import LakeError
 
-    return (ValueError, OSError, LakeError, RulePackError, ConnectorError)
+    return (ValueError, OSError, LakeError, RulePackError, ConnectorError, ConfigError)
 
 
 def handle_errors(fn: Callable) -> Callable:
@@ -261,6 +262,9 @@ def ingest_files(
     counts.add_files(report)
     _print_ingest(counts)
     for file in report.files:
+        if file.rejected and not file.landed:
+            err.print(f"warning: {file.path}: every line was rejected as {file.source} (see the rejects table); "
+                      "what an earlier landing of it gave is kept — check --source")
         if file.unplaced:
             err.print(f"warning: {file.path}: {file.unplaced} of {file.landed} lines ({file.source}) name no node and "
                       "tie to no attempt, so no verdict can see them — land the file again with --node, "

@@ -34,9 +34,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ingest.connectors import ConnectorReport, RegistryError, get_connector, record_ingest, run_connector
 from ingest.connectors.base import Connector, ConnectorOptions, FetchWindow
 from ingest.lake import Derivation, Lake
+from ingest.schema import CLUSTER_NAME
 
 SECRET_KEY = re.compile(r"(token|password|passwd|secret|api_?key|credential)s?$", re.IGNORECASE)
-CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 Loc = tuple[str | int, ...]
 

@@ -76,7 +76,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ingest.schema import PARTITIONS, TABLES
+from ingest.schema import CLUSTER_NAME, PARTITIONS, TABLES
 
 DAY_FROM = {
     "attempts": ("end_ts", "start_ts", "submit_ts"),
@@ -230,7 +230,7 @@ class Lake:
             # The argument says which input the rows belong to (their column may be unset).
             rows = data.with_columns(pl.lit(input_id, dtype=pl.String).alias("input_id"))
             return self.land_inputs(table, rows, cluster=cluster, source=source, input_ids=[input_id])
-        return self._upsert(table, self._conform(table, data), cluster)
+        return self._upsert(table, self._conform(table, data, cluster), cluster)
 
     def land_inputs(
         self,
@@ -257,7 +257,7 @@ class Lake:
             raise LakeError(f"{table}: not a by-input table; use land() (upsert) or replace_partitions()")
         if "source" in PARTITIONS[table] and not source:
             raise LakeError(f"{table}: landing needs a source")
-        frame = self._conform(table, data).with_columns(self._day_expr(table))
+        frame = self._conform(table, data, cluster).with_columns(self._day_expr(table))
         if frame["input_id"].null_count():
             raise LakeError(f"{table}: {frame['input_id'].null_count()} rows have no input_id; set it to the input they came from")
         given = frame["input_id"].unique()
@@ -282,7 +282,7 @@ class Lake:
         """
         if MODE[table] != "replace":
             raise LakeError(f"{table}: not a derived table")
-        frame = self._conform(table, data).with_columns(self._day_expr(table))
+        frame = self._conform(table, data, cluster).with_columns(self._day_expr(table))
         days = set(days)
         outside = set(frame["day"].unique().to_list()) - days
         if outside:
@@ -415,12 +415,18 @@ class Lake:
 
     # ---------------------------------------------------------------- internals
 
-    def _conform(self, table: str, data: pl.DataFrame) -> pl.DataFrame:
-        """Select and cast ``data`` to the table schema, or say precisely what is wrong.
+    def _conform(self, table: str, data: pl.DataFrame, cluster: str) -> pl.DataFrame:
+        """Select and cast ``data`` to the table schema, or say precisely what is wrong
+        (``cluster``, which names the partition folder, included).
 
         Node names (``node``, ``nodes``) are kept in lower case: host names are
         case-insensitive, and one cluster's Slurm says ``Orion-01-01`` where its syslog
         says ``orion-01-01``."""
+        named = [cluster, *(data["cluster"].unique().to_list() if "cluster" in data.columns else ())]
+        bad = [c for c in named if c is None or not CLUSTER_NAME.match(c)]
+        if bad:
+            raise LakeError(f"{table}: cluster name {bad[0]!r} is not allowed: use letters, digits, '.', '_' and '-' "
+                            "(it names a partition folder)")
         schema = pl.from_arrow(TABLES[table].empty_table()).schema
         missing = [c for c in schema if c not in data.columns]
         if missing:

@@ -11,6 +11,8 @@ rule loader, the engine and the docs all use the same sets.
 
 from __future__ import annotations
 
+import re
+
 from datetime import date, datetime
 from typing import Literal
 
@@ -52,6 +54,10 @@ RESPONSIBILITY = {
 }
 """Who has to act, by domain. ``none`` is for attempts that succeeded. The decide stage
 makes a host fault whose fix is the job's (action ``fix_workload``) ``workload``'s."""
+
+CLUSTER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+"""What a cluster may be called: letters, digits, '.', '_' and '-' (it names a partition
+folder, ``cluster=<name>``)."""
 
 SCHEDULERS = ("slurm", "kueue", "static")
 

@@ -196,3 +196,14 @@ def test_run_connector_records_a_terminal_error(tmp_path):
 
     report = run_connector(Lake(tmp_path), Broken(ConnectorOptions(), "c"), None)
     assert (report.ok, report.transient, report.error) == (False, False, "broken: bad credentials")
+
+
+def test_the_cli_prints_a_bad_config_in_one_message_and_exits_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    (tmp_path / "lake.yaml").write_text("lake: ./l\nclusters:\n  lab:\n    conectors: []\n")
+    result = CliRunner().invoke(app, ["ingest", "--config", str(tmp_path / "lake.yaml"), "--day", "2026-11-30"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "lake.yaml:4: clusters.lab.conectors" in result.output

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from ingest.files import FilesError, land_log_files
-from ingest.lake import Lake
+from ingest.lake import Lake, LakeError
 from ingest.schema import ATTEMPTS
 
 FIXTURES = Path(__file__).parent / "fixtures" / "logs"
@@ -285,6 +285,17 @@ def test_relanding_is_idempotent_and_every_line_is_accounted_for(tmp_path):
     assert (again.read, again.landed, again.rejected) == (report.read, report.landed, report.rejected)
 
 
+def test_relanding_a_file_as_the_wrong_source_keeps_what_it_landed(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    log = tmp_path / "messages"
+    log.write_text(SYSLOG_LINE[0] + "\n")
+    land_log_files(lake, [log], cluster=CLUSTER, year=2026)
+    before = lake.scan("observations").collect()
+    wrong = land_log_files(lake, [log], cluster=CLUSTER, year=2026, source="journald")
+    assert (wrong.landed, wrong.rejected) == (0, 1)
+    assert lake.scan("observations").collect().equals(before)
+
+
 def test_bad_inputs_fail_before_anything_lands(tmp_path):
     lake = Lake(tmp_path / "lake")
     good = FIXTURES / "slurm-4242.out"
@@ -300,6 +311,14 @@ def test_bad_inputs_fail_before_anything_lands(tmp_path):
         with pytest.raises(FilesError, match=message):
             land_log_files(lake, paths, cluster=CLUSTER, **options)
     assert not lake.root.exists()
+
+
+@pytest.mark.parametrize("cluster", ["x=y", "a/../../b", ""])
+def test_a_cluster_name_that_is_no_folder_name_lands_nothing(tmp_path, cluster):
+    lake = Lake(tmp_path / "lake")
+    with pytest.raises(LakeError, match="cluster name .* is not allowed"):
+        land_log_files(lake, [FIXTURES / "slurm-4242.out"], cluster=cluster, node="n1")
+    assert not [p for p in tmp_path.rglob("*.parquet")]
 
 
 def test_appended_output_of_a_requeued_job_is_split_by_attempt(tmp_path):

@@ -98,6 +98,14 @@ def test_requeued_attempts_are_numbered_by_start_not_file_order():
     assert job7.select("attempt_index", "state").rows() == [(0, "node_fail"), (1, "timeout")]
 
 
+def test_a_row_repeated_whole_in_one_dump_is_one_run_not_a_requeue():
+    text = (FIXTURES / "parsable2_all_steps_D.txt").read_text()
+    doubled = text + "".join(text.splitlines(keepends=True)[1:10])
+    rows, _ = parse_sacct(doubled, origin="doubled", timezone="UTC")
+    attempts = build_attempts(merge_rows([rows]), "lab")
+    assert as_tuples(attempts) == as_tuples(attempts_of("parsable2_all_steps_D.txt")[0])
+
+
 def test_json_22_05_exit_codes_are_unknown_except_completed_and_signals():
     attempts, _ = attempts_of("sacct_json_all.json")
     by_id = {r["attempt_id"]: r for r in attempts.iter_rows(named=True)}

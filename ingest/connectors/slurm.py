@@ -111,7 +111,8 @@ class SlurmOptions(ConnectorOptions):
 def build_attempts(rows: pl.DataFrame, cluster: str) -> pl.DataFrame:
     """Rows in :data:`ingest.connectors.slurm_parse.ROWS_SCHEMA` → the ``attempts`` table (columns of ``ingest.schema.ATTEMPTS``).
 
-    Job rows become attempts numbered by start time within their ``JobIDRaw``; step rows are
+    Job rows become attempts numbered by start time within their ``JobIDRaw`` (a row repeated
+    whole counts once); step rows are
     matched to the attempt they ran in (the latest one that started at or before them) and
     refine its signal, state and ranks per node. Pending jobs are skipped.
     """
@@ -120,6 +121,9 @@ def build_attempts(rows: pl.DataFrame, cluster: str) -> pl.DataFrame:
     pending = (pl.col("state") == "running") & pl.col("start_ts").is_null() \
         & pl.col("raw_state").str.to_uppercase().str.starts_with("PENDING")
     jobs = rows.filter(pl.col("step").is_null() & ~pending & ~pl.col("job_id").str.contains(r"\[", literal=False))
+    # A row repeated whole (two dumps concatenated, a window fetched twice) is one run, not
+    # a requeue.
+    jobs = jobs.unique([c for c in jobs.columns if c not in ("_order", "origin")], keep="first", maintain_order=True)
     jobs = jobs.sort(["job_id_raw", "start_ts", "end_ts", "submit_ts", "_order"], nulls_last=True)
     jobs = jobs.with_columns(pl.int_range(pl.len(), dtype=pl.Int32).over("job_id_raw").alias("attempt_index"))
 

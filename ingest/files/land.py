@@ -381,11 +381,15 @@ def _year_from_attempts(tied: pl.DataFrame) -> pl.DataFrame:
 
 def lake_slices(parsed: ParsedBatch, obs: pl.DataFrame) -> Iterator[tuple[str, str | None, pl.DataFrame, pl.Series]]:
     """What one parsed batch lands as: ``(table, source, rows, input_ids)`` — observations
-    once per source partition, then the rejects of every file of the batch."""
+    once per source partition, then the rejects of every file of the batch. A file whose
+    every line was rejected (read as the wrong ``--source``) keeps the observations an
+    earlier landing gave it: it is left out of the observations' inputs."""
     files = parsed.files
+    rejected_whole = ~pl.col("file").is_in(obs["file"].unique().implode()) \
+        & pl.col("file").is_in(parsed.rejects["file"].unique().implode())
     for name in sorted(files["source"].unique().to_list()):
         yield ("observations", name, obs.filter(pl.col("source") == name),
-               files.filter(pl.col("source") == name)["input_id"])
+               files.filter((pl.col("source") == name) & ~rejected_whole)["input_id"])
     yield "rejects", None, parsed.rejects, files["input_id"]
 
 
