@@ -533,3 +533,15 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
         read_log_file(FIXTURES / "dmesg-gpu.txt", source="sylog")
     with pytest.raises(FilesError, match=r"nope\.log: no such file; check the path"):
         read_log_file(tmp_path / "nope.log")
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated"])
+def test_corrupt_gzip_is_a_clear_error_naming_the_file(tmp_path, damage):
+    data = bytearray(gzip.compress((SYSLOG_3164[2][0] + "\n").encode() * 200))
+    if damage == "flipped":
+        data[20:60] = bytes(b ^ 0xFF for b in data[20:60])
+    else:
+        data = data[: len(data) // 2]
+    (tmp_path / "kern.log.gz").write_bytes(bytes(data))
+    with pytest.raises(FilesError, match=r"kern\.log\.gz: corrupt gzip data"):
+        read_log_file(tmp_path / "kern.log.gz", year=2026)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -167,7 +168,7 @@ def read_bytes(path: str | Path) -> tuple[bytes, int]:
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise FilesError(f"{path}: corrupt gzip data ({exc}); re-copy the file") from exc
     return raw, mtime_us
 
