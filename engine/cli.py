@@ -287,6 +287,10 @@ def run(
     from ingest.lake import Lake
 
     first, last = _day_window(_parse_day(day, "--day"), _parse_day(since, "--since"), _parse_day(until, "--until"))
+    if not (Path(lake) / "attempts").is_dir():
+        # A typo'd path would otherwise become an empty lake, and the run a silent no-op.
+        raise ValueError(f"{lake}: no attempts landed here; check --lake, or land attempts first "
+                         "(causelake ingest slurm / static)")
     progress, say = _progress()
     with progress:
         summary = run_attribution(Lake(lake), first, last, clusters=cluster or None, progress=say)

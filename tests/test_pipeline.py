@@ -206,6 +206,16 @@ def test_an_attempt_without_observations_is_insufficient_and_names_the_missing_s
     assert "n1, n2" in errors["node_logs"] and "app_logs" in errors
 
 
+def test_a_run_over_a_path_with_no_lake_is_an_error_that_creates_nothing(tmp_path):
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    result = CliRunner().invoke(app, ["run", "--lake", str(tmp_path / "typo"), "--day", "2026-11-28"])
+    assert result.exit_code == 2 and "no attempts landed here" in result.output
+    assert not (tmp_path / "typo").exists()
+
+
 def test_explain_prints_the_timeline_and_json(demo_lake):
     result = runner.invoke(app, ["explain", "static/demo/1001/0", "--lake", str(demo_lake.root)])
     assert result.exit_code == 0, result.output
