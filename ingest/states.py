@@ -27,6 +27,8 @@ SLURM_STATES = {
     "STOPPED": "running",
     "SIGNALING": "running",
     "STAGE_OUT": "running",
+    "CONFIGURING": "running",
+    "RESV_DEL_HOLD": "running",
 }
 """Slurm job states (``sacct --helpstate``) → normalized state. A requeued attempt ended
 because the scheduler took it back, which is what ``preempted`` means for attribution."""

@@ -180,14 +180,16 @@ def test_malformed_rows_go_to_rejects_with_the_reason():
         "2|2|a|b|FAILED|1:0|2026-11-30T10:00:00|2026-11-30T10:01:00\n"
         "3|3|bad|FAILED|1:0|yesterday|2026-11-30T10:01:00\n"
         "x|x|bad|FAILED|1:0|2026-11-30T10:00:00|2026-11-30T10:01:00\n"
+        "6|6|odd|WEIRD_STATE_X|0:0|2026-11-30T10:00:00|2026-11-30T10:01:00\n"
     )
     rows, rejects = parse_sacct(text, origin="/data/sacct.txt", timezone="UTC")
     assert build_attempts(rows, "c")["job_id"].to_list() == ["1"]
-    assert rejects["origin"].to_list() == ["/data/sacct.txt:3", "/data/sacct.txt:4", "/data/sacct.txt:5"]
+    assert rejects["origin"].to_list() == [f"/data/sacct.txt:{n}" for n in (3, 4, 5, 6)]
     reasons = rejects["reason"].to_list()
     assert reasons[0] == "expected 7 '|'-separated fields, found 8"
     assert reasons[1] == "unparseable Start time 'yesterday'"
     assert reasons[2] == "JobIDRaw 'x' is not a job id"
+    assert reasons[3] == "State 'WEIRD_STATE_X' is not a Slurm job state"
     assert rejects["raw"][0].startswith("2|2|a|b|")
 
 

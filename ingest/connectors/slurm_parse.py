@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 import polars as pl
 
 from ingest.connectors.base import ConnectorError
-from ingest.states import split_exit_code_expr
+from ingest.states import normalize_state_expr, split_exit_code_expr
 
 SACCT_FIELDS = (
     "JobID", "JobIDRaw", "JobName", "User", "Partition", "Submit", "Start", "End", "State",
@@ -130,7 +130,10 @@ def parse_parsable2(
             pl.when(~raw_base.str.contains(r"^\d+(_\d+)?$"))
             .then(pl.format("JobIDRaw '{}' is not a job id", pl.col("JobIDRaw"))),
             *[_bad_ts(c, timezone) for c in ("Submit", "Start", "End")],
-            pl.when(pl.col("State").str.strip_chars().fill_null("") == "").then(pl.lit("empty State")),
+            pl.when(pl.col("State").str.strip_chars().fill_null("") == "").then(pl.lit("empty State"))
+            # Landed, a state no rule knows would never be attributed, and nothing would say so.
+            .when(normalize_state_expr(pl.col("State")).is_null())
+            .then(pl.format("State '{}' is not a Slurm job state", pl.col("State").str.strip_chars())),
         ],
         separator="; ", ignore_nulls=True,
     )
