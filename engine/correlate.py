@@ -94,8 +94,7 @@ def on_peer_clocks(app_events: pl.DataFrame, offsets: pl.DataFrame, skew: timede
     they move only when their own stamps say so; unstamped lines keep the stamp they
     inherited."""
     timeouts = (
-        app_events.filter(pl.col("params").str.contains('"timeout_ms"', literal=True).fill_null(False)
-                          & (pl.col("ts_source") == "line") & pl.col("node").is_not_null())
+        app_events.filter(_reports_timeout() & (pl.col("ts_source") == "line") & pl.col("node").is_not_null())
         .group_by("attempt_id", "node").agg(pl.col("ts").median().alias("_seen"))
     )
     seen = (
@@ -622,10 +621,9 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     if events.is_empty():
         return events
     # Narrow frames: only a few rows report a timeout, and only root candidates can move.
-    reports = pl.col("params").str.contains('"timeout_ms"', literal=True).fill_null(False)
     timeouts = (
         events.select("attempt_id", "node", "rank", "ranks", "role", "params", "ts_hi")
-        .filter(reports)
+        .filter(_reports_timeout())
         .filter(_timeout_ms().is_not_null())
     )
     hung = timeouts.group_by("attempt_id").agg(_cascade_began("ts_hi").min().alias("_hung"))
@@ -635,23 +633,20 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
         timeouts.drop_nulls("node")
         .select("attempt_id", "node", pl.coalesce(pl.col("ranks"), pl.concat_list("rank")).alias("_r"))
         .explode("_r").group_by("attempt_id", "node").agg(pl.col("_r").n_unique().alias("_reported"))
-        .with_columns(pl.col("_reported").max().over("attempt_id").alias("_most"))
     )
+    most = reporting.group_by("attempt_id").agg(pl.col("_reported").max().alias("_most"))
     candidate = (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE)
-    waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most_any"))
+    waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most"))
     late = (
         events.select("attempt_id", "node", "domain", _onset().alias("_onset"), candidate=candidate)
         .join(hung, on="attempt_id", how="left", maintain_order="left")
-        .join(reporting.select("attempt_id", "node", "_reported"), on=["attempt_id", "node"], how="left",
-              maintain_order="left")
-        .join(reporting.group_by("attempt_id").agg(pl.col("_most").max().alias("_most_any")), on="attempt_id",
-              how="left", maintain_order="left")
+        .join(reporting, on=["attempt_id", "node"], how="left", maintain_order="left")
+        .join(most, on="attempt_id", how="left", maintain_order="left")
         .select(pl.col("candidate") & (pl.col("_onset") > pl.col("_hung") + HANG_MARGIN).fill_null(False)
                 & ~waited_for.fill_null(False))
         .to_series()
     )
     return _to_context(events, late)
-
 
 
 STUCK_S = r'"stuck_s": ?"?([0-9]+)'
@@ -669,6 +664,12 @@ def _onset() -> pl.Expr:
 def _to_context(events: pl.DataFrame, mask: pl.Series) -> pl.DataFrame:
     """``events`` with the rows ``mask`` selects given the role ``context``."""
     return events.with_columns(pl.when(mask).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
+
+
+def _reports_timeout() -> pl.Expr:
+    """Whether an event's params carry a ``timeout_ms`` (NCCL's watchdog reports): a
+    literal search, cheap over every row, before :func:`_timeout_ms` parses the few."""
+    return pl.col("params").str.contains('"timeout_ms"', literal=True).fill_null(False)
 
 
 def _timeout_ms() -> pl.Expr:
