@@ -545,3 +545,33 @@ def test_corrupt_gzip_is_a_clear_error_naming_the_file(tmp_path, damage):
     (tmp_path / "kern.log.gz").write_bytes(bytes(data))
     with pytest.raises(FilesError, match=r"kern\.log\.gz: corrupt gzip data"):
         read_log_file(tmp_path / "kern.log.gz", year=2026)
+
+
+# journalctl's markers around its entries: the span header (thesofproject/sof-test#828, with
+# the entry that followed it there), a boot separator (systemd/systemd#24950) and the older
+# "-- Reboot --" (NixOS/nixpkgs#25820).
+JOURNALCTL_EXPORT = [
+    "-- Logs begin at Mon 2021-08-30 11:42:24 PDT, end at Thu 2021-12-09 18:37:18 PST. --",
+    "Dec 09 18:28:37 up2 kernel: Linux version 9.9.9-rc9softest  (gcc (Ubuntu 9.3.0-17ubuntu1~20.04) 9.3.0, GNU ld ....",
+    "-- Reboot --",
+    "Dec 09 18:31:02 up2 kernel: Command line: BOOT_IMAGE=/vmlinuz-9.9.9-rc9softest root=/dev/mapper/ubuntu--vg-root ro",
+    "-- Boot bc3fc4659c554110994ad36deade2c2c --",
+    "Dec 09 18:35:40 up2 kernel: Command line: BOOT_IMAGE=/vmlinuz-9.9.9-rc9softest root=/dev/mapper/ubuntu--vg-root ro",
+]
+
+
+def test_journalctl_markers_land_on_the_node_of_the_entries_around_them(tmp_path):
+    (tmp_path / "journal.txt").write_text("\n".join(JOURNALCTL_EXPORT) + "\n")
+    parsed = read_log_file(tmp_path / "journal.txt", year=2021)
+    assert parsed.source == "syslog"
+    assert parsed.rejects.is_empty()
+    rows = parsed.observations.select("seq", "node", "program", "ts", "ts_source").rows()
+    header, _, reboot, second, boot, third = rows
+    # The header dates from the first entry (the latest it can have been printed); a boot
+    # marker lies between the entries it separates.
+    assert header == (1, "up2", "journalctl", datetime(2021, 12, 9, 18, 28, 37, tzinfo=UTC), "inferred")
+    assert reboot[1:] == ("up2", "journalctl", datetime(2021, 12, 9, 18, 28, 37, tzinfo=UTC), "inferred")
+    assert boot[1:3] == ("up2", "journalctl") and second[2] == third[2] == "kernel"
+    # A line that only looks like a marker is still no syslog line.
+    (tmp_path / "other.txt").write_text(JOURNALCTL_EXPORT[1] + "\n-- not a journalctl marker --\n")
+    assert read_log_file(tmp_path / "other.txt", year=2021).rejects.height == 1

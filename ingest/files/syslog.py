@@ -5,7 +5,11 @@ RFC 5424 (``<pri>1 2026-11-30T15:32:38Z host app procid msgid [sd] msg``).
 The host field gives ``node`` (its short name, :func:`short_host`), the tag (or RFC 5424
 APP-NAME) gives ``program``. A kernel message's own ``[  123.456789]`` monotonic stamp is
 stripped from ``message``. Lines that start with whitespace continue the previous message
-(wrapped lines) and inherit its stamp; any other line without a syslog header is rejected.
+(wrapped lines) and inherit its stamp. journalctl's own marker lines (``-- Logs begin at
+… --``, ``-- Journal begins at … --``, ``-- Boot 3d2a… --``, ``-- Reboot --``, ``-- No entries
+--``) land as lines of program ``journalctl`` on the node of the lines around them, with an
+inherited stamp: a boot marker says the node restarted there. Any other line without a
+syslog header is rejected.
 """
 
 from __future__ import annotations
@@ -27,6 +31,10 @@ ISO_HEADER = (
 RFC5424_HEADER = r"(?P<app>\S+) \S+ \S+ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?(?:\x{FEFF})?"
 TAG = r"(?P<tag>[^\s\[:]+)(?:\[[0-9]+\])?: ?"
 KERNEL_STAMP = r"^\[ *[0-9]+\.[0-9]+\] ?"
+JOURNAL_MARKER = r"^-- (?:Logs begin at |Journal begins at |(?:Boot|Reboot)(?: [0-9a-f]+)? --$|No entries --$|cursor: )"
+"""journalctl's marker lines between its entries: the span header, one ``-- Boot <id> --``
+per boot (``-- Reboot --`` before systemd 247), ``-- No entries --`` and ``--show-cursor``'s
+trailer."""
 
 
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
@@ -59,9 +67,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     )
     # Columns, not expressions: each is read several times below.
     frame = frame.with_columns(
-        (~matched & line.str.contains(r"^\s")).alias("_continuation"), text.alias("_text")
+        (~matched & line.str.contains(r"^\s")).alias("_continuation"),
+        (~matched & line.str.contains(JOURNAL_MARKER)).alias("_marker"),
+        text.alias("_text"),
     )
     continuation = pl.col("_continuation")
+    marker = pl.col("_marker")
     text = pl.col("_text")
     # Only a text starting with "[" can hold a kernel stamp, and only lines without a header
     # are stripped: the other rows reach those operations as null.
@@ -69,20 +80,24 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     message = pl.when(matched).then(unstamped).otherwise(pl.when(~matched).then(line).str.strip_chars())
     ts = pl.coalesce("_bsd_ts", "_iso_ts")
     reason = (
-        pl.when(continuation).then(None)
+        pl.when(continuation | marker).then(None)
         .when(~matched).then(pl.lit("no syslog header (RFC 3164 'Mmm dd hh:mm:ss host' or RFC 5424/ISO-8601 timestamp and host)"))
         .when(ts.is_null()).then(pl.lit("invalid date in the syslog timestamp"))
     )
-    # A wrapped line belongs to the host and program of the line it continues.
+    # A wrapped line belongs to the host and program of the line it continues; a marker to
+    # the host of the lines around it (the span header comes before the first entry).
     node = short_host(pl.coalesce("host", "ihost"))
     return frame.select(
         "file",
         "seq",
         ts.alias("ts"),
         pl.when(ts.is_not_null()).then(pl.lit("line")).alias("ts_kind"),
-        pl.when(continuation).then(node.forward_fill().over("file")).otherwise(node).alias("node"),
+        pl.when(continuation).then(node.forward_fill().over("file"))
+        .when(marker).then(pl.coalesce(node.forward_fill().over("file"), node.backward_fill().over("file")))
+        .otherwise(node).alias("node"),
         pl.lit(None, dtype=pl.Int32).alias("rank"),
-        pl.when(continuation).then(program.forward_fill().over("file")).otherwise(program).alias("program"),
+        pl.when(continuation).then(program.forward_fill().over("file"))
+        .when(marker).then(pl.lit("journalctl")).otherwise(program).alias("program"),
         message.alias("message"),
         reason.cast(pl.String).alias("reason"),
     )
