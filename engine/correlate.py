@@ -545,7 +545,7 @@ traffic exhausts NCCL's IB retries within seconds, and the ranks abort before an
 a NET/IB error (a launcher that shows only local rank 0)."""
 
 
-def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
+def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
     """A port that went down and came back up, or a Lustre connection lost and restored,
     more than :data:`FELT_WITHIN` before the attempt started failing is not its root cause:
     such root candidates become ``context`` — unless errors the application reported were
@@ -553,7 +553,8 @@ def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
     ``NET/IB`` retry errors: the flap did break the job's traffic, though the watchdog
     noticed only later).
 
-    "Started failing" is the first cascade of the attempt, or its end when it has none. A
+    "Started failing" is the first cascade of the attempt (:func:`failing_since`: printed
+    once it had started), or its end when it has none. A
     cascade that reports a timeout (``timeout_ms`` in its params: the NCCL watchdog's
     ``Timeout(ms)``) started failing that long before it was printed: a collective that hung
     while the port flapped is noticed only when the timeout runs out. The recovery must be
@@ -570,25 +571,31 @@ def demote_recovered_outages(events: pl.DataFrame) -> pl.DataFrame:
     events = _with_rows(events)
     downs = events.filter(is_down).with_columns(_outage(down=True))
     # Only attempts with an outage need to know when they started failing.
-    failing = failing_since(events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi"))
+    failing = failing_since(events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi"), skew=skew)
     ups = events.filter(_outage(down=False).is_not_null()).select(
         "attempt_id", "node", pl.col("port").alias("_up_port"), _outage(down=False), pl.col("ts").alias("_up")
     )
     # A confirmed outage keeps every outage of its node in the attempt: the kernel reports
-    # one flap at the netdev and at the HCA port, and the errors link to one of them.
+    # one flap at the netdev and at the HCA port, and the errors link to one of them. An
+    # error printed only after the link had been back for FELT_WITHIN cannot be the flap's
+    # doing (NCCL gives up on an unanswered send within seconds): precedence links it to the
+    # attempt's earliest outage within its window, which may be another node's flap that
+    # recovered long before.
     confirmed = (
         events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
-        .select("attempt_id", pl.col("caused_by").alias("event_id"))
+        .select("attempt_id", pl.col("caused_by").alias("event_id"), pl.col("ts").alias("_confirmed"))
         .join(downs.select("attempt_id", "event_id", "node"), on=["attempt_id", "event_id"])
-        .select("attempt_id", "node").unique()
+        .group_by("attempt_id", "node").agg(pl.col("_confirmed").min())
     )
+    felt = (pl.col("_confirmed") <= pl.col("_up") + FELT_WITHIN).fill_null(False)
     recovered = (
         downs.select("_row", "attempt_id", "node", "port", "_outage", "event_id", "ts")
         .join(ups, on=["attempt_id", "node", "_outage"], how="inner", nulls_equal=True)
         .filter(pl.col("port").is_null() | pl.col("port").eq_missing(pl.col("_up_port")))
         .join(failing, on="attempt_id")
         .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") + FELT_WITHIN < pl.col("_failing")))
-        .join(confirmed, on=["attempt_id", "node"], how="anti", nulls_equal=True)
+        .join(confirmed, on=["attempt_id", "node"], how="left", nulls_equal=True)
+        .filter(~felt)
         ["_row"]
     )
     return _to_context(events, events["_row"].is_in(recovered.implode())).drop("_row")
@@ -693,11 +700,15 @@ def _cascade_began(printed: str = "ts") -> pl.Expr:
     return pl.col(printed) - pl.duration(milliseconds=_timeout_ms().fill_null(0))
 
 
-def failing_since(events: pl.DataFrame, *roots: pl.Expr) -> pl.DataFrame:
+def failing_since(events: pl.DataFrame, *roots: pl.Expr, skew: timedelta = timedelta(0)) -> pl.DataFrame:
     """``attempt_id`` and ``_failing``: when each attempt of ``events`` started failing — its
     first cascade (:func:`_cascade_began`), the first of the events ``roots`` selects, or
-    its end, whichever is first."""
-    cascade = pl.col("role") == "cascade"
+    its end, whichever is first.
+
+    A cascade printed before the attempt started (by more than ``skew``) is not its own: an
+    attempt cannot fail before it runs, and a node's lines from its ``lookback`` window hold
+    the teardown of the job before it there (XID 45 as that job's processes were killed)."""
+    cascade = (pl.col("role") == "cascade") & (pl.col("ts_hi") >= pl.col("start_ts") - skew).fill_null(True)
     firsts = [_cascade_began().filter(cascade).min(), *(pl.col("ts").filter(r).min() for r in roots)]
     return events.group_by("attempt_id").agg(pl.min_horizontal(*firsts, pl.col("end_ts").first()).alias("_failing"))
 
@@ -720,7 +731,7 @@ def demote_outlived_prestart_roots(events: pl.DataFrame, fail_at_once: timedelta
         return events
     later = root & (pl.col("ts_hi") >= pl.col("start_ts") - skew)
     suspects = events.filter(early)["attempt_id"].unique()
-    failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), later)
+    failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), later, skew=skew)
     outlived = (
         events.join(failing, on="attempt_id", how="left", maintain_order="left")
         .select(early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once).fill_null(False))

@@ -438,7 +438,7 @@ def correlate(
     skew = timedelta(seconds=config.seconds("clock_skew"))
     correlated = apply_suppress(correlated, pack.suppress, skew)
     correlated = apply_precedence(correlated, pack.precedence, skew)
-    correlated = demote_recovered_outages(correlated)
+    correlated = demote_recovered_outages(correlated, skew)
     correlated = demote_roots_after_the_hang(correlated)
     correlated = demote_outlived_prestart_roots(correlated, timedelta(seconds=config.seconds("fail_at_once")), skew)
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())

@@ -1,0 +1,59 @@
+"""A port that flapped and came back long before an attempt started failing is not its root,
+whatever else the attempt's nodes printed around it: the job that ran there before (its
+processes torn down with XID 45 on another node, in this attempt's ``lookback``) does not
+make the attempt start failing before it started, and NCCL errors printed long after the
+link came back are another fault's, not the flap's. Real lines, landed through the Slurm
+connector and the files landing, attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job
+from tests.test_ib_peer import retry_exceeded
+
+# https://github.com/leptonai/gpud/pull/1209 (an IB port's flap, down then back up)
+LINK_DOWN = "kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"
+LINK_UP = "kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE"
+# https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1150 (a process torn down)
+XID_45 = "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149"
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+830|830|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T12:00:00|k[1-2]|gres/gpu=16,node=2
+831|831|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:40:00|k[3-5]|gres/gpu=24,node=3
+"""
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("earlier_outage")
+    logs = root / "logs"
+    logs.mkdir()
+    # 830: the job before it lost k1's port at 09:40 and was torn down on k2; this attempt
+    # ran two hours, until k2's GPU fell off the bus.
+    (logs / "k1.log").write_text(syslog("k1", ("09:40:00", LINK_DOWN), ("09:40:05", LINK_UP), ("11:00:00", "kernel: ok")))
+    (logs / "k2.log").write_text(syslog("k2", ("09:40:20", XID_45), ("11:50:00", f"kernel: {XID_79}")))
+    (logs / "slurm-830.out").write_text(f"0: [2026-11-20 11:30:00,000] {ITERATION}\n")
+    # 831: k3's port flapped at 10:05 and came back; at 10:28 k5's port went down, and the
+    # others' NCCL ranks gave up on it.
+    (logs / "k3.log").write_text(syslog("k3", ("10:05:00", LINK_DOWN), ("10:05:05", LINK_UP)))
+    (logs / "k4.log").write_text(syslog("k4", ("10:20:00", "kernel: ok")))
+    (logs / "k5.log").write_text(syslog("k5", ("10:28:00", LINK_DOWN)))
+    (logs / "slurm-831.out").write_text(
+        f"0: [2026-11-20 10:27:50,000] {ITERATION}\n"
+        + "".join(retry_exceeded(*r) + "\n" for r in [(3, "k3", "10.22.0.5"), (11, "k4", "10.22.0.5")])
+    )
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+
+
+def test_the_previous_jobs_teardown_does_not_make_an_attempt_fail_before_it_started(verdicts):
+    v = verdicts["830"]
+    assert (v["cause"], v["culprit_nodes"]) == ("gpu.fallen_off_bus", ["k2"])
+    assert role_of(v, "fabric.mlx5_link_state") == "context"
+
+
+def test_nccl_errors_long_after_a_flap_recovered_do_not_revive_it(verdicts):
+    v = verdicts["831"]
+    assert (v["domain"], v["culprit_nodes"]) == ("network", ["k5"])
