@@ -609,6 +609,11 @@ was already running (a large all-reduce takes seconds) when the fault struck."""
 GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
 """The domains of a GPU's own faults (:func:`demote_roots_after_the_hang`)."""
 
+NOTICED_LATE = ("host.node_failure",)
+"""Causes whose reports are stamped when the scheduler noticed the fault, not when it
+happened: Slurm reports a node that fell silent only after ``SlurmdTimeout`` (300 s by
+default), often after the peers' NCCL watchdogs fired (:func:`demote_roots_after_the_hang`)."""
+
 
 def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     """An infrastructure root candidate stamped more than :data:`HANG_MARGIN` after the
@@ -624,7 +629,9 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
     another node's, or none) stays: that rank is the one the others waited for, and its
     GPU failing is why, whatever the node's clock says (one running minutes ahead, with no
-    launch line to place it, stamps the fault after the hang began)."""
+    launch line to place it, stamps the fault after the hang began). Nor does a report of a
+    node the scheduler lost (:data:`NOTICED_LATE`): it dates the scheduler's notice, and
+    the node fell silent before it."""
     if events.is_empty():
         return events
     # Narrow frames: only a few rows report a timeout, and only root candidates can move.
@@ -642,7 +649,9 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
         .explode("_r").group_by("attempt_id", "node").agg(pl.col("_r").n_unique().alias("_reported"))
     )
     most = reporting.group_by("attempt_id").agg(pl.col("_reported").max().alias("_most"))
-    candidate = (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE)
+    candidate = (
+        (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("cause").is_in(NOTICED_LATE)
+    )
     waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most"))
     late = (
         events.select("attempt_id", "node", "domain", _onset().alias("_onset"), candidate=candidate)

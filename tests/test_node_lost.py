@@ -19,9 +19,18 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 703|703|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[7-8]|gres/gpu=16,node=2
 704|704|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[9-10]|gres/gpu=16,node=2
 705|705|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[11-12]|gres/gpu=16,node=2
+706|706|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T08:15:00|n[13-15]|gres/gpu=24,node=3
 """
 # tree_stall.h's report, as cilium/tetragon#328 shows it
 RCU_STALL = "kernel: [  103.087243] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"
+# The watchdog line as PyTorch prints it (https://github.com/hiyouga/LlamaFactory/issues/6269),
+# for rank {r} at 08:12: its collective hung at 08:02.
+TIMEOUT = ("{r}: [rank{r}]:[E1120 08:12:00.755262105 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+           "for 600099 milliseconds before timing out.")
+# NCCL's retry-exceeded report of a survivor, as test_files_parsers has it, naming the lost node.
+RETRY_EXCEEDED = ("{r}: {node}:3468:3905 [3] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
+                  "10.216.210.236<54862> with status=12 opcode=32616 len=0 vendor err 129 (Recv)")
 # slurmctld.log, as clustervision/trinity#506 shows it
 CTLD = """[2026-11-20T08:57:20.846] error: Nodes n12 not responding
 [2026-11-20T09:00:00.284] error: Nodes n12 not responding, setting DOWN
@@ -56,6 +65,18 @@ def verdicts(tmp_path_factory):
     with (logs / "slurm-703.out").open("a") as out:
         out.write("slurmstepd: error: *** JOB 703 ON n7 CANCELLED AT 2026-11-20T09:00:00 DUE TO NODE FAILURE, "
                   "SEE SLURMCTLD LOG FOR DETAILS ***\n")
+    # n14 fell silent at 08:01; its peers' collectives hung, NCCL gave up on it at 08:11 and
+    # the watchdogs fired at 08:12; srun noticed the lost node only at 08:14
+    # (nebius/soperator#854's line).
+    (logs / "n14.log").write_text(syslog("n14", ("07:50:00", ALIVE), ("08:01:00", ALIVE)))
+    for node in ("n13", "n15"):
+        (logs / f"{node}.log").write_text(syslog(node, ("07:50:00", ALIVE), ("08:30:00", ALIVE)))
+    (logs / "slurm-706.out").write_text(
+        f"0: [2026-11-20 08:10:00,000] {ITERATION}\n"
+        + "".join(RETRY_EXCEEDED.format(r=r, node=node) + "\n" for r, node in ((3, "n13"), (19, "n15")))
+        + "".join(TIMEOUT.format(r=r) + "\n" for r in (0, 1, 16, 17))
+        + "srun: error: Node failure on n14\n"
+    )
     # Landed the way its file names no host: `--node` the controller.
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), more=((ctld, {"node": "ctl01"}),))
 
@@ -99,3 +120,11 @@ def test_the_survivors_that_confirm_a_lost_node_are_not_its_culprit_ranks(verdic
     v = verdicts["705"]
     assert [e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"] == ["confirmation"]
     assert v["culprit_ranks"] == []
+
+
+def test_a_node_slurm_noticed_lost_after_the_hang_began_is_still_the_root(verdicts):
+    """Slurm reports a silent node only after SlurmdTimeout: the report dates the notice,
+    not the failure, so it is not a fault that came too late to have hung the job."""
+    v = verdicts["706"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.node_failure", ["n14"])
+    assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"confirmation"}
