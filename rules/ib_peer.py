@@ -19,6 +19,12 @@ cascades of its first one; a shared end known by its address that reported nothi
 (its log lost with it) gets a root candidate of its own, of which every report is a
 cascade. When nothing maps the address and the shared end reported nothing, or two nodes
 only name each other, nothing tells the ends apart and the reports stay as they are.
+
+Connections that share no end at all (at least :data:`SCATTERED_NODES` reporting nodes,
+each peer named by one of them only: pairs of nodes across the job that have nothing in
+common but the fabric between them, a switch dropping traffic) name no node: their reports
+become ``context`` and one root of the attempt's stands for them, at the first of them,
+on no node. Nothing corroborates such an inference, so it is never ``definitive``.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -34,8 +40,19 @@ BANNER_EVENT = "network.nccl_address"
 """NCCL's banners naming the node's address (``benign.yaml``), in ``addr``."""
 RULE_ID = "ib_common_peer"
 SILENT_END_EVENT = "network.ib_common_peer"
-CAUSES = (("network.transport_retry_exceeded", "network", "root_candidate", SILENT_END_EVENT),)
-"""The node whose address every failing connection names, when it reported nothing itself."""
+SCATTERED_EVENT = "network.ib_errors_scattered"
+SCATTERED_NODES = 3
+"""Reporting nodes from which failing connections that share no end are the fabric's."""
+CAUSES = (
+    ("network.transport_retry_exceeded", "network", "root_candidate", SILENT_END_EVENT),
+    ("network.transport_retry_exceeded", "network", "root_candidate", SCATTERED_EVENT),
+)
+"""The node whose address every failing connection names, when it reported nothing itself;
+the fabric between the nodes of failing connections that share no end."""
+
+ROOT_COLUMNS = ["attempt_id", "ts", "origin", "ts_source", "source", "cluster", "job_id", "user", "state", "start_ts",
+                "end_ts"]
+"""The columns of a report an added root keeps (the line it rests on, its attempt)."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
@@ -77,9 +94,10 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .select("attempt_id", pl.col("node").alias("_end"))
     )
     ends = pl.concat([by_address, inferred.join(by_address, on="attempt_id", how="anti")])
+    ordered = reports.sort("attempt_id", "ts", "event_id")
+    events = _scattered(events, ordered, pairs, named)
     if ends.is_empty():
         return events
-    ordered = reports.sort("attempt_id", "ts", "event_id")
     first = (
         ordered.join(ends, left_on=["attempt_id", "node"], right_on=["attempt_id", "_end"])
         .group_by("attempt_id", maintain_order=True)
@@ -93,7 +111,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     added = new_events(
         silent.select(
-            "attempt_id", "ts", "origin", "ts_source", "source", "cluster", "job_id", "user", "state", "start_ts", "end_ts",
+            *ROOT_COLUMNS,
             pl.col("_end").alias("node"),
             pl.concat_str([
                 pl.lit("every failing InfiniBand connection of the attempt names "), pl.col("_shared"),
@@ -113,3 +131,38 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     # The reports are root candidates, which no earlier rule linked to anything.
     return pl.concat([link_to_roots(events, around, "cascade"), added])
+
+
+def _scattered(events: pl.DataFrame, ordered: pl.DataFrame, pairs: pl.DataFrame, named: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the reports of attempts whose failing connections share no end made
+    ``context``, and one root of the fabric's added for each such attempt at its first
+    report (see the module docstring). ``ordered``: the reports by time; ``pairs``: each
+    reporting node and peer it names; ``named``: how many nodes name each peer."""
+    scattered = (
+        named.group_by("attempt_id").agg(pl.col("_by").max().alias("_most"))
+        .join(pairs.group_by("attempt_id").agg(pl.col("node").n_unique().alias("_nodes")), on="attempt_id")
+        .filter((pl.col("_most") == 1) & (pl.col("_nodes") >= SCATTERED_NODES))
+        .select("attempt_id", "_nodes")
+    )
+    if scattered.is_empty():
+        return events
+    first = ordered.join(scattered, on="attempt_id").group_by("attempt_id", maintain_order=True).first()
+    added = new_events(
+        first.select(
+            *ROOT_COLUMNS,
+            pl.lit(None, dtype=pl.String).alias("node"),
+            pl.concat_str([
+                pl.lit("the failing InfiniBand connections of "), pl.col("_nodes").cast(pl.String),
+                pl.lit(" nodes share no end (each names a peer no other names): the fabric between them dropped "
+                       "their traffic, not one node's link or HCA"),
+            ]).alias("message"),
+        ),
+        events, rule_id=RULE_ID, event=SCATTERED_EVENT, domain="network", cause="network.transport_retry_exceeded",
+        role="root_candidate", action="check_fabric_port",
+    )
+    symptoms = ordered.join(scattered, on="attempt_id").select("attempt_id", "event_id")
+    demoted = events.join(symptoms.with_columns(_demoted=pl.lit(True)), on=["attempt_id", "event_id"], how="left",
+                          maintain_order="left")["_demoted"].fill_null(False)
+    return pl.concat([
+        events.with_columns(pl.when(demoted).then(pl.lit("context")).otherwise(pl.col("role")).alias("role")), added,
+    ])

@@ -22,6 +22,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 801|801|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[4-6]|gres/gpu=24,node=3
 802|802|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[7-8]|gres/gpu=16,node=2
 803|803|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[9-11]|gres/gpu=24,node=3
+804|804|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[12-19]|gres/gpu=64,node=8
 """
 
 
@@ -63,6 +64,10 @@ def verdicts(tmp_path_factory):
         (4, "n9", "10.22.0.11"), (12, "n10", "10.22.0.11"),
         banners=(bootstrap(0, "n9", "10.22.0.9"), bootstrap(8, "n10", "10.22.0.10"), bootstrap(16, "n11", "10.22.0.11")),
     ))
+    # Four nodes each lose a connection to a different peer: the connections share no end.
+    (logs / "slurm-804.out").write_text(output(
+        (32, "n16", "10.22.0.13"), (40, "n17", "10.22.0.19"), (48, "n18", "10.22.0.12"), (56, "n19", "10.22.0.14"),
+    ))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -88,6 +93,14 @@ def test_the_shared_address_names_its_node_through_nccls_bootstrap_banner(verdic
     roles = {(e["node"], e["role"]) for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"}
     assert roles == {("n9", "cascade"), ("n10", "cascade")}
     assert v["affected_nodes"] == ["n10", "n9"]
+
+
+def test_failing_connections_that_share_no_end_name_no_node(verdicts):
+    v = verdicts["804"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", [])
+    assert v["quality"] != "definitive"
+    assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"context"}
+    assert next(e["event"] for e in v["evidence"] if e["rule_id"] == "ib_common_peer") == "network.ib_errors_scattered"
 
 
 def test_runs_keep_one_address_banner_per_node_and_attempt():
