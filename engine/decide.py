@@ -152,18 +152,26 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     # On the root's own node (or on an unknown one) it may be the root's local consequence
     # (a CUDA error of the GPU that fell off, a stale NFS handle behind a link that went
     # down), so there it competes only when close.
-    # One printed after the root in the root's own file (a job output's NCCL teardown below
-    # slurmstepd's time-limit banner) came after it, whichever node it names.
-    other_node = pl.col("node").is_not_null() & pl.col("root_node").is_not_null() & ~pl.col("same_node")
-    below_root = ((pl.col("_file") == pl.col("root_file")) & (pl.col("_line") > pl.col("root_line"))).fill_null(False)
-    spans_root = other_node & ~below_root & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
-    rivals = paired.filter(close | spans_root)
     # On the root's own node, an unstamped report of the same domain whose span holds the
     # root's moment is the same incident seen by the process (Python's faulthandler on the
     # rank whose process the kernel reports as segfaulting): its rank and GPU are culprits.
-    same_incident = paired.filter(
-        close | (pl.col("same_node") & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") >= pl.col("root_ts")))
+    # So is an unstamped report of the root's very cause that names no node (slurmstepd's
+    # count of the OOM kills the kernel reported).
+    spans = (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") >= pl.col("root_ts"))
+    nodeless_report = pl.col("node").is_null() & (pl.col("cause") == pl.col("root_cause"))
+    same_incident = paired.filter(close | ((pl.col("same_node") | nodeless_report) & spans))
+    # One printed after a report of the root in that report's file (a job output's NCCL
+    # teardown below slurmstepd's time-limit banner, or below its count of the OOM kill the
+    # kernel's log holds) came after the root, whichever node it names.
+    reported = (
+        same_incident.filter(pl.col("domain") == pl.col("root_domain"))
+        .group_by("attempt_id", "_file").agg(pl.col("_line").min().alias("_reported_line"))
     )
+    paired = paired.join(reported, on=["attempt_id", "_file"], how="left", nulls_equal=True)
+    other_node = pl.col("node").is_not_null() & pl.col("root_node").is_not_null() & ~pl.col("same_node")
+    below_root = (pl.col("_line") > pl.col("_reported_line")).fill_null(False)
+    spans_root = other_node & ~below_root & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
+    rivals = paired.filter(close | spans_root)
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
     names = pl.col("names_node")
