@@ -7,6 +7,7 @@ output of one lab session, and a hand-made 24.05-shape JSON built from the docum
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -191,6 +192,40 @@ def test_malformed_rows_go_to_rejects_with_the_reason():
     assert reasons[2] == "JobIDRaw 'x' is not a job id"
     assert reasons[3] == "State 'WEIRD_STATE_X' is not a Slurm job state"
     assert rejects["raw"][0].startswith("2|2|a|b|")
+
+
+@pytest.mark.parametrize(
+    ("nodelist", "problem"),
+    [
+        ("gpu[001-0x3]", "invalid hostlist 'gpu[001-0x3]' at position 4: invalid range '001-0x3'"),
+        ("gpu[001-003", "invalid hostlist 'gpu[001-003' at position 3: '[' is never closed"),
+    ],
+)
+def test_a_malformed_nodelist_sends_its_row_to_rejects(tmp_path, nodelist, problem):
+    """Expanding it failed the whole connector, naming neither the file nor the line."""
+    dump = tmp_path / "sacct.txt"
+    dump.write_text(
+        "JobID|JobIDRaw|JobName|State|ExitCode|Start|End|NodeList\n"
+        "1|1|ok|FAILED|1:0|2026-11-30T10:00:00|2026-11-30T11:00:00|gpu[001-003]\n"
+        f"2|2|bad|FAILED|1:0|2026-11-30T10:00:00|2026-11-30T11:00:00|{nodelist}\n"
+        f"2.0|2.0|python|FAILED|1:0|2026-11-30T10:00:05|2026-11-30T11:00:00|{nodelist}\n"
+    )
+    lake = Lake(tmp_path / "lake")
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[dump]), "c"), None)
+    assert (report.error, report.landed, report.rejected) == (None, 1, 2)
+    assert lake.scan("attempts").collect()["nodes"].to_list() == [["gpu001", "gpu002", "gpu003"]]
+    rejects = lake.scan("rejects").collect().sort("origin")
+    assert rejects["origin"].to_list() == [f"{dump}:3", f"{dump}:4"]
+    assert all(reason.startswith(f"NodeList: {problem}") for reason in rejects["reason"])
+
+
+def test_a_malformed_json_nodes_sends_its_job_to_rejects():
+    doc = json.loads((FIXTURES / "sacct_json_job2.json").read_text())
+    doc["jobs"][0]["nodes"] = "vm[1-"
+    rows, rejects = parse_sacct(json.dumps(doc), origin="x.json", timezone="UTC")
+    assert rows.is_empty()
+    assert rejects["origin"].to_list() == ["x.json#/jobs/0"]
+    assert rejects["reason"][0].startswith("nodes: invalid hostlist 'vm[1-' at position 2")
 
 
 @pytest.mark.parametrize(
