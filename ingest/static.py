@@ -440,7 +440,8 @@ def read_static_context(path: str | Path, *, cluster: str | None = None) -> pl.D
             f"{' / '.join(FORMATS)}",
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") would start the first key.
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise _fail(path, str(path), "no such file — check the path") from None
     except (OSError, UnicodeDecodeError) as exc:

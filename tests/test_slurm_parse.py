@@ -253,6 +253,15 @@ def test_connector_lands_files_idempotently(tmp_path):
     assert first["exit_code"].to_list() == [e[4] for e in sorted(EXPECTED)]
 
 
+def test_a_byte_order_mark_before_the_header_is_ignored(tmp_path):
+    dump = tmp_path / "sacct.txt"
+    dump.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "parsable2_all_steps_D.txt").read_bytes())
+    lake = Lake(tmp_path / "lake")
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[dump]), "lab"), None)
+    assert (report.error, report.landed, report.rejected) == (None, 14, 0)
+    assert as_tuples(lake.scan("attempts").collect().sort("attempt_id")) == sorted(EXPECTED)
+
+
 def test_sacct_command_is_one_windowed_call_with_steps_and_duplicates():
     window = FetchWindow(datetime(2026, 11, 30, tzinfo=timezone.utc), datetime(2026, 12, 1, tzinfo=timezone.utc))
     cmd = SlurmConnector(SlurmOptions(requeue_lookback_days=2, extra_args=["-M", "prod"]), "prod").sacct_command(window)

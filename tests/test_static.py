@@ -142,6 +142,13 @@ def test_every_format_gives_the_same_attempts(context_file):
     assert rows[2]["state"] == "completed" and rows[2]["nodes"] == [] and rows[2]["n_nodes"] == 0
 
 
+def test_a_byte_order_mark_is_ignored(context_file):
+    """Excel's "CSV UTF-8" starts the file with one: it made the first column unknown."""
+    plain = read_static_context(context_file, cluster="demo")
+    context_file.write_bytes(b"\xef\xbb\xbf" + context_file.read_bytes())
+    assert read_static_context(context_file, cluster="demo").equals(plain)
+
+
 def test_origin_points_at_the_row(tmp_path):
     yaml_file = tmp_path / "ctx.yaml"
     yaml_file.write_text(YAML_CONTEXT)

@@ -210,7 +210,8 @@ class SlurmConnector(Connector):
         if opts.sacct_file:
             for path in opts.sacct_file:
                 try:
-                    text = path.read_text(errors="replace")
+                    # utf-8-sig: a byte-order mark would start the header's first field name.
+                    text = path.read_text(encoding="utf-8-sig", errors="replace")
                 except OSError as exc:
                     raise ConnectorError(f"slurm: cannot read sacct_file {path}: {exc.strerror}; check the path") from None
                 inputs.append((str(path), text, tz, None))
