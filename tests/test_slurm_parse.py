@@ -7,6 +7,7 @@ output of one lab session, and a hand-made 24.05-shape JSON built from the docum
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -260,6 +261,31 @@ def test_a_byte_order_mark_before_the_header_is_ignored(tmp_path):
     report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[dump]), "lab"), None)
     assert (report.error, report.landed, report.rejected) == (None, 14, 0)
     assert as_tuples(lake.scan("attempts").collect().sort("attempt_id")) == sorted(EXPECTED)
+
+
+def test_a_gzip_dump_is_read_like_the_plain_file(tmp_path):
+    dump = tmp_path / "sacct.txt.gz"
+    dump.write_bytes(gzip.compress((FIXTURES / "parsable2_all_steps_D.txt").read_bytes()))
+    lake = Lake(tmp_path / "lake")
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[dump]), "lab"), None)
+    assert (report.error, report.landed, report.rejected) == (None, 14, 0)
+    assert as_tuples(lake.scan("attempts").collect().sort("attempt_id")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated"])
+def test_a_corrupt_gzip_dump_is_a_clear_error_naming_the_file(tmp_path, damage):
+    data = bytearray(gzip.compress((FIXTURES / "parsable2_all_steps_D.txt").read_bytes()))
+    if damage == "flipped":
+        data[20:60] = bytes(b ^ 0xFF for b in data[20:60])
+    else:
+        data = data[: len(data) // 2]
+    dump = tmp_path / "sacct.txt.gz"
+    dump.write_bytes(bytes(data))
+    lake = Lake(tmp_path / "lake")
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[dump]), "lab"), None)
+    assert report.error.startswith(f"slurm: {dump}: corrupt gzip data (")
+    assert report.error.endswith("; re-copy the file")
+    assert report.landed == 0 and lake.files("attempts") == []
 
 
 def test_sacct_command_is_one_windowed_call_with_steps_and_duplicates():
