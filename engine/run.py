@@ -14,6 +14,8 @@ applied as the verdicts are written.
 
 from __future__ import annotations
 
+import re
+import shutil
 import tempfile
 import time
 import uuid
@@ -471,6 +473,19 @@ def plan_chunks(attempts: pl.DataFrame, since: date, until: date, config: Engine
     return chunks
 
 
+SCRATCH = re.compile(r"\.run-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}-[a-z0-9_]{8}")
+"""The name of a run's scratch folder in the lake: ``.<run_id>-`` (see :func:`run_attribution`)
+and the eight random characters ``tempfile`` adds."""
+
+
+def _remove_stale_scratch(lake: Lake) -> None:
+    """Delete the scratch folders (:data:`SCRATCH`) killed runs left in the lake. A lake has
+    one writer at a time, so none present when a run starts is a live run's."""
+    for entry in sorted(lake.root.iterdir()):
+        if SCRATCH.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+
+
 READ_THREADS = 2
 """Observation days read at once: much of one day's scan runs on a single core, so two
 days in flight keep both cores of a small machine busy."""
@@ -709,6 +724,7 @@ def run_attribution(
     say(f"{n_attempts} attempts ended between {since} and {until}, in {len(chunks)} chunk(s)")
 
     lake.root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_scratch(lake)
     # Two helper threads keep both cores busy where one chunk's work is mostly single-core
     # Polars: one reads the next chunk's days ahead, one computes coverage while the main
     # thread correlates. Only the main thread writes tables; the reading threads write
