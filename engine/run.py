@@ -48,7 +48,8 @@ Progress = Callable[[str], None]
 
 @dataclass
 class RunSummary:
-    """What a run did: its id, window, counts and per-stage timings (seconds).
+    """What a run did: its id, the window it worked on (:func:`run_window`), counts and
+    per-stage timings (seconds).
 
     ``verdicts`` reads the run's results back from the lake on first use: a run over a
     million attempts never holds every verdict in memory at once.
@@ -89,6 +90,24 @@ class RunSummary:
     def by_domain_quality(self) -> pl.DataFrame:
         """Verdict counts by domain and quality (the CLI's summary table)."""
         return self.counts
+
+
+def run_window(lake: Lake, since: date, until: date, clusters: list[str] | None = None) -> tuple[date, date]:
+    """The part of ``[since, until]`` a run works on: the window narrowed to the span of the
+    lake's attempts and verdicts (of ``clusters``; from folder names, no file is read).
+
+    No attempt ended outside that span, so a window far wider than the lake (``--since
+    1900-01-01``) reads and writes what a window tight around its attempts does, with the
+    same verdicts, instead of visiting every day. A window that holds no attempt is
+    narrowed to the span of the lake's logs and metrics instead: the run attributes nothing
+    but rewrites those days' events, which trend queries read. A window that holds neither
+    stands for its first day.
+    """
+    for tables in (("attempts", "results"), ("observations", "metrics")):
+        days = [day for table in tables for day in lake.days(table, clusters=clusters)]
+        if days and min(days) <= until and max(days) >= since:
+            return max(since, min(days)), min(until, max(days))
+    return since, since
 
 
 def scope_attempts(
@@ -686,8 +705,9 @@ def run_attribution(
 ) -> RunSummary:
     """Attribute every attempt that ended in ``[since, until]`` and write the results.
 
-    Replaces the ``results`` partitions of those days and the ``events`` partitions of the
-    observation days read, then writes ``runs/<run_id>.json``. Deterministic: the same lake
+    Works on the window narrowed to the lake's attempts (:func:`run_window`). Replaces the
+    ``results`` partitions of those days and the ``events`` partitions of the observation
+    days read, then writes ``runs/<run_id>.json``. Deterministic: the same lake
     and pack give identical results except ``run_id``/``run_ts``. Attempts are attributed
     in chunks of end days (:func:`plan_chunks`; see the module docstring): a python rule
     sees, besides the lake's past events, the located events of the chunks before its own.
@@ -702,6 +722,8 @@ def run_attribution(
     timings = dict.fromkeys(["scope", "extract", "correlate_decide", "attribute", "fleet", "write"], 0.0)
 
     tick = time.perf_counter()
+    window = {"since": since.isoformat(), "until": until.isoformat()}
+    since, until = run_window(lake, since, until, clusters)
     attempts = scope_attempts(lake, since, until, clusters)
     run_clusters = sorted(attempts["cluster"].unique().to_list())
     chunks = plan_chunks(attempts, since, until, config)
@@ -785,7 +807,7 @@ def run_attribution(
         "kind": "run",
         "run_id": run_id,
         "run_ts": run_ts.isoformat(),
-        "window": {"since": since.isoformat(), "until": until.isoformat()},
+        "window": window,
         "clusters": clusters,
         "rule_pack": {"version": pack.version, "files": [str(f) for f in pack.files]},
         "config": config.model_dump(),

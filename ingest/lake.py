@@ -349,6 +349,12 @@ class Lake:
             if entry.is_file() and entry.name.endswith(".parquet") and not entry.name.startswith(".")
         ]
 
+    def days(self, table: str, *, clusters: Sequence[str] | None = None) -> list[date]:
+        """The days ``table`` has files on (of ``clusters``), in order, from its folder names
+        alone: how far a table reaches, without reading it."""
+        files = self.files(table, clusters=clusters)
+        return sorted({_partition_values(path.relative_to(self.root).as_posix())["day"] for path in files})
+
     def scan(
         self,
         table: str,
