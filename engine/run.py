@@ -14,6 +14,8 @@ applied as the verdicts are written.
 
 from __future__ import annotations
 
+import re
+import shutil
 import tempfile
 import time
 import uuid
@@ -46,7 +48,8 @@ Progress = Callable[[str], None]
 
 @dataclass
 class RunSummary:
-    """What a run did: its id, window, counts and per-stage timings (seconds).
+    """What a run did: its id, the window it worked on (:func:`run_window`), counts and
+    per-stage timings (seconds).
 
     ``verdicts`` reads the run's results back from the lake on first use: a run over a
     million attempts never holds every verdict in memory at once.
@@ -87,6 +90,24 @@ class RunSummary:
     def by_domain_quality(self) -> pl.DataFrame:
         """Verdict counts by domain and quality (the CLI's summary table)."""
         return self.counts
+
+
+def run_window(lake: Lake, since: date, until: date, clusters: list[str] | None = None) -> tuple[date, date]:
+    """The part of ``[since, until]`` a run works on: the window narrowed to the span of the
+    lake's attempts and verdicts (of ``clusters``; from folder names, no file is read).
+
+    No attempt ended outside that span, so a window far wider than the lake (``--since
+    1900-01-01``) reads and writes what a window tight around its attempts does, with the
+    same verdicts, instead of visiting every day. A window that holds no attempt is
+    narrowed to the span of the lake's logs and metrics instead: the run attributes nothing
+    but rewrites those days' events, which trend queries read. A window that holds neither
+    stands for its first day.
+    """
+    for tables in (("attempts", "results"), ("observations", "metrics")):
+        days = [day for table in tables for day in lake.days(table, clusters=clusters)]
+        if days and min(days) <= until and max(days) >= since:
+            return max(since, min(days)), min(until, max(days))
+    return since, since
 
 
 def scope_attempts(
@@ -471,6 +492,19 @@ def plan_chunks(attempts: pl.DataFrame, since: date, until: date, config: Engine
     return chunks
 
 
+SCRATCH = re.compile(r"\.run-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}-[a-z0-9_]{8}")
+"""The name of a run's scratch folder in the lake: ``.<run_id>-`` (see :func:`run_attribution`)
+and the eight random characters ``tempfile`` adds."""
+
+
+def _remove_stale_scratch(lake: Lake) -> None:
+    """Delete the scratch folders (:data:`SCRATCH`) killed runs left in the lake. A lake has
+    one writer at a time, so none present when a run starts is a live run's."""
+    for entry in sorted(lake.root.iterdir()):
+        if SCRATCH.fullmatch(entry.name) and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+
+
 READ_THREADS = 2
 """Observation days read at once: much of one day's scan runs on a single core, so two
 days in flight keep both cores of a small machine busy."""
@@ -671,8 +705,9 @@ def run_attribution(
 ) -> RunSummary:
     """Attribute every attempt that ended in ``[since, until]`` and write the results.
 
-    Replaces the ``results`` partitions of those days and the ``events`` partitions of the
-    observation days read, then writes ``runs/<run_id>.json``. Deterministic: the same lake
+    Works on the window narrowed to the lake's attempts (:func:`run_window`). Replaces the
+    ``results`` partitions of those days and the ``events`` partitions of the observation
+    days read, then writes ``runs/<run_id>.json``. Deterministic: the same lake
     and pack give identical results except ``run_id``/``run_ts``. Attempts are attributed
     in chunks of end days (:func:`plan_chunks`; see the module docstring): a python rule
     sees, besides the lake's past events, the located events of the chunks before its own.
@@ -687,6 +722,8 @@ def run_attribution(
     timings = dict.fromkeys(["scope", "extract", "correlate_decide", "attribute", "fleet", "write"], 0.0)
 
     tick = time.perf_counter()
+    window = {"since": since.isoformat(), "until": until.isoformat()}
+    since, until = run_window(lake, since, until, clusters)
     attempts = scope_attempts(lake, since, until, clusters)
     run_clusters = sorted(attempts["cluster"].unique().to_list())
     chunks = plan_chunks(attempts, since, until, config)
@@ -709,6 +746,7 @@ def run_attribution(
     say(f"{n_attempts} attempts ended between {since} and {until}, in {len(chunks)} chunk(s)")
 
     lake.root.mkdir(parents=True, exist_ok=True)
+    _remove_stale_scratch(lake)
     # Two helper threads keep both cores busy where one chunk's work is mostly single-core
     # Polars: one reads the next chunk's days ahead, one computes coverage while the main
     # thread correlates. Only the main thread writes tables; the reading threads write
@@ -769,7 +807,7 @@ def run_attribution(
         "kind": "run",
         "run_id": run_id,
         "run_ts": run_ts.isoformat(),
-        "window": {"since": since.isoformat(), "until": until.isoformat()},
+        "window": window,
         "clusters": clusters,
         "rule_pack": {"version": pack.version, "files": [str(f) for f in pack.files]},
         "config": config.model_dump(),

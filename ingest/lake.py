@@ -21,7 +21,8 @@ Three landing modes, chosen per table, make every write idempotent:
 
 Every file is written to a hidden temporary name in its final directory, fsynced, then
 renamed into place, so a reader (or a process killed mid-write) never sees a partial file.
-Readers only look at ``*.parquet`` names, which temporary files never have.
+Readers only look at ``*.parquet`` names, which temporary files never have. The temporary
+files a killed process left are deleted before the next write through a :class:`Lake`.
 
 Input index (``by_input`` tables). ``_inputs/<table>/cluster=<c>/index.parquet`` has one
 row per (``input_id``, ``file``) saying "this input may have rows in this file" (paths
@@ -65,7 +66,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -159,6 +162,11 @@ class Derivation:
     derive: Callable[[pl.DataFrame | pl.LazyFrame], pl.DataFrame] = field(compare=False)
 
 
+TEMPORARY = re.compile(r"\..+\.(?:parquet|json)\.[a-z0-9_]{8}\.tmp")
+"""The name of a temporary file of :func:`_atomic_write_bytes` (``tempfile.mkstemp`` puts
+eight random characters between the prefix and the suffix); no data file has such a name."""
+
+
 def _atomic_write_bytes(path: Path, write) -> None:
     """Write via ``write(fileobj)`` to a hidden temp file beside ``path``, then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,14 +180,6 @@ def _atomic_write_bytes(path: Path, write) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def _write_parquet(arrow: pa.Table, path: Path) -> None:
-    """Write ``arrow`` to ``path`` as the lake's Parquet, atomically."""
-    keyed = [name for name in arrow.schema.names if name not in FREE_TEXT]
-    _atomic_write_bytes(path, lambda fh: pq.write_table(
-        arrow, fh, **PARQUET_OPTIONS, use_dictionary=keyed, write_statistics=keyed,
-    ))
 
 
 def _partition_dir(root: Path, table: str, values: dict[str, object]) -> Path:
@@ -202,6 +202,8 @@ class Lake:
     def __init__(self, root: str | os.PathLike[str], derivations: Sequence[Derivation] = ()):
         self.root = Path(root)
         self.derivations = tuple(derivations)
+        self._swept = False
+        self._sweep_lock = threading.Lock()
 
     # ---------------------------------------------------------------- writing
 
@@ -307,6 +309,7 @@ class Lake:
         """Write ``runs/<run_id>.json`` atomically."""
         path = self.root / "runs" / f"{run_id}.json"
         body = json.dumps(manifest, indent=2, sort_keys=True, default=str).encode()
+        self._remove_stale_temporaries()
         _atomic_write_bytes(path, lambda fh: fh.write(body))
         return path
 
@@ -345,6 +348,12 @@ class Lake:
             Path(entry.path) for folder in folders for entry in _sorted_entries(folder)
             if entry.is_file() and entry.name.endswith(".parquet") and not entry.name.startswith(".")
         ]
+
+    def days(self, table: str, *, clusters: Sequence[str] | None = None) -> list[date]:
+        """The days ``table`` has files on (of ``clusters``), in order, from its folder names
+        alone: how far a table reaches, without reading it."""
+        files = self.files(table, clusters=clusters)
+        return sorted({_partition_values(path.relative_to(self.root).as_posix())["day"] for path in files})
 
     def scan(
         self,
@@ -448,7 +457,30 @@ class Lake:
         # Polars' default string views must be copied into Arrow strings; its large strings
         # only need their offsets narrowed (the same table, about three times cheaper).
         arrow = frame.to_arrow(compat_level=pl.CompatLevel.oldest()).cast(TABLES[table])
-        _write_parquet(arrow, target)
+        self._write_parquet(arrow, target)
+
+    def _write_parquet(self, arrow: pa.Table, path: Path) -> None:
+        """Write ``arrow`` to ``path`` as the lake's Parquet, atomically."""
+        self._remove_stale_temporaries()
+        keyed = [name for name in arrow.schema.names if name not in FREE_TEXT]
+        _atomic_write_bytes(path, lambda fh: pq.write_table(
+            arrow, fh, **PARQUET_OPTIONS, use_dictionary=keyed, write_statistics=keyed,
+        ))
+
+    def _remove_stale_temporaries(self) -> None:
+        """Before the first write through this object, delete every :data:`TEMPORARY` file
+        under the lake: what writes killed mid-way left. A lake has one writer at a time, so
+        none of them is a live write's. Every write calls this first, under a lock: a
+        write from another thread of the writer (a run's reading threads write
+        derivatives) waits for the sweep instead of losing its own temporary file to it."""
+        with self._sweep_lock:
+            if self._swept:
+                return
+            for folder, _, names in os.walk(self.root):
+                for name in names:
+                    if TEMPORARY.fullmatch(name):
+                        Path(folder, name).unlink(missing_ok=True)
+            self._swept = True
 
     def _drop_derived(self, rel: str) -> None:
         """Delete every derivative of data file ``rel`` (before the file changes)."""
@@ -471,7 +503,7 @@ class Lake:
         day = _partition_values(rel)["day"]
         for name, rows in derived:
             part = rows.filter(pl.col("day") == day).drop("day")
-            _write_parquet(part.to_arrow(compat_level=pl.CompatLevel.oldest()), self.root / DERIVED / name / rel)
+            self._write_parquet(part.to_arrow(compat_level=pl.CompatLevel.oldest()), self.root / DERIVED / name / rel)
 
     def _index_dir(self, table: str, cluster: str) -> Path:
         return self.root / "_inputs" / table / f"cluster={cluster}"
@@ -488,7 +520,7 @@ class Lake:
 
     def _write_index(self, frame: pl.DataFrame, path: Path) -> None:
         arrow = frame.select(list(INDEX_SCHEMA)).to_arrow()
-        _write_parquet(arrow, path)
+        self._write_parquet(arrow, path)
 
     def _land_batch(
         self, table: str, frame: pl.DataFrame, cluster: str, source: str | None, inputs: list[str]

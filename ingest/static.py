@@ -145,6 +145,15 @@ class StaticAttempt(BaseModel):
 FIELDS = tuple(StaticAttempt.model_fields)
 
 
+class _Salvaged(StaticAttempt):
+    """The fields of a row that are valid on their own when others are not (so a required
+    one may be absent): the checks across fields and rows still read them, and one run
+    reports every problem of the file."""
+
+    job_id: str | None = None
+    state: str | None = None
+
+
 @dataclass
 class _Row:
     """One raw attempt with where it was written."""
@@ -160,21 +169,35 @@ class _Row:
 
 @dataclass
 class _Problems:
+    """Every problem found in one file, in the order found; reading goes on past each one it
+    can, so that one run reports them all."""
+
     path: Path
     items: list[str] = field(default_factory=list)
 
     def add(self, where: str, name: str, problem: str) -> None:
+        """A problem of field ``name``."""
         self.items.append(f"{where}: {name}: {problem}")
+
+    def note(self, where: str, problem: str) -> None:
+        """A problem of the file's shape (no one field's)."""
+        self.items.append(f"{where}: {problem}")
+
+    def fatal(self, where: str, problem: str) -> ContextError:
+        """The error to raise for a problem past which the file cannot be read, listing it
+        after the problems found so far."""
+        self.note(where, problem)
+        return self.error()
+
+    def error(self) -> ContextError:
+        """The error listing every problem found."""
+        count = len(self.items)
+        head = f"cannot read execution context {self.path}: {count} problem{'s' * (count > 1)}"
+        return ContextError("\n  ".join([head, *self.items]))
 
     def raise_if_any(self) -> None:
         if self.items:
-            count = len(self.items)
-            head = f"cannot read execution context {self.path}: {count} problem{'s' * (count > 1)}"
-            raise ContextError("\n  ".join([head, *self.items]))
-
-
-def _fail(path: Path, where: str, problem: str) -> ContextError:
-    return ContextError(f"cannot read execution context {path}: 1 problem\n  {where}: {problem}")
+            raise self.error()
 
 
 def _suggest(name: str, allowed: tuple[str, ...]) -> str:
@@ -196,47 +219,50 @@ def _yaml_value(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
 
 
 def _yaml_mapping(
-    node: yaml.MappingNode, path: Path, what: str
+    node: yaml.MappingNode, path: Path, what: str, problems: _Problems
 ) -> dict[str, tuple[int, yaml.Node]]:
-    """key → (line of the key, value node); a repeated key is an error, not last-wins."""
+    """key → (line of the key, value node); a repeated key is a problem, not last-wins (the
+    first is kept, to check the rest)."""
     out: dict[str, tuple[int, yaml.Node]] = {}
     for key, value in node.value:
         line = key.start_mark.line + 1
         if key.value in out:
-            raise _fail(path, f"{path}:{line}", f"{what} repeats the key '{key.value}' — keep one")
-        out[key.value] = (line, value)
+            problems.note(f"{path}:{line}", f"{what} repeats the key '{key.value}' — keep one")
+        else:
+            out[key.value] = (line, value)
     return out
 
 
-def _read_yaml(path: Path, text: str, origin: str) -> tuple[str | None, list[_Row]]:
+def _read_yaml(path: Path, text: str, origin: str, problems: _Problems) -> tuple[str | None, list[_Row]]:
     loader = yaml.SafeLoader(text)
     try:
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        raise _fail(
-            path, f"{path}:{line}",
+        raise problems.fatal(
+            f"{path}:{line}",
             f"YAML syntax error: {exc.problem or exc.context} — fix the YAML near line {line} "
             "(quote values holding [ ] : or #, e.g. nodes: \"gpu[001-004]\")",
         ) from None
     if not isinstance(root, yaml.MappingNode):
-        raise _fail(path, f"{path}:1", "the file is not a mapping — start it with `attempts:`")
-    top = _yaml_mapping(root, path, "the file")
-    _check_top_level(path, {k: f"{path}:{line}" for k, (line, _) in top.items()})
+        raise problems.fatal(f"{path}:1", "the file is not a mapping — start it with `attempts:`")
+    top = _yaml_mapping(root, path, "the file", problems)
+    _check_top_level(path, {k: f"{path}:{line}" for k, (line, _) in top.items()}, problems)
     cluster = _yaml_value(loader, top["cluster"][1]) if "cluster" in top else None
     items = top["attempts"][1]
     if not isinstance(items, yaml.SequenceNode):
-        raise _fail(
-            path, f"{path}:{items.start_mark.line + 1}",
+        raise problems.fatal(
+            f"{path}:{items.start_mark.line + 1}",
             "attempts: is not a list — write one `- job_id: ...` entry per attempt",
         )
     rows = []
     for item in items.value:
         line = item.start_mark.line + 1
         if not isinstance(item, yaml.MappingNode):
-            raise _fail(path, f"{path}:{line}", "an attempt is not a mapping — write `- job_id: ...`")
-        mapping = _yaml_mapping(item, path, "the attempt")
+            problems.note(f"{path}:{line}", "an attempt is not a mapping — write `- job_id: ...`")
+            continue
+        mapping = _yaml_mapping(item, path, "the attempt", problems)
         rows.append(_Row(
             values={k: _yaml_value(loader, v) for k, (_, v) in mapping.items()},
             where=f"{path}:{line}",
@@ -255,43 +281,44 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _read_json(path: Path, text: str, origin: str) -> tuple[str | None, list[_Row]]:
+def _read_json(path: Path, text: str, origin: str, problems: _Problems) -> tuple[str | None, list[_Row]]:
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise _fail(
-            path, f"{path}:{exc.lineno}",
+        raise problems.fatal(
+            f"{path}:{exc.lineno}",
             f"JSON syntax error: {exc.msg} (column {exc.colno}) — fix the JSON near line {exc.lineno}",
         ) from None
     except ValueError as exc:
-        raise _fail(path, str(path), f"an object {exc}") from None
+        raise problems.fatal(str(path), f"an object {exc}") from None
     if not isinstance(data, dict):
-        raise _fail(path, str(path), 'the file is not an object — write {"attempts": [...]}')
-    _check_top_level(path, {k: str(path) for k in data})
+        raise problems.fatal(str(path), 'the file is not an object — write {"attempts": [...]}')
+    _check_top_level(path, {k: str(path) for k in data}, problems)
     if not isinstance(data["attempts"], list):
-        raise _fail(path, str(path), "attempts is not a list — write one object per attempt")
+        raise problems.fatal(str(path), "attempts is not a list — write one object per attempt")
     rows = []
     for i, item in enumerate(data["attempts"]):
         where = f"{path}: attempts[{i}]"
         if not isinstance(item, dict):
-            raise _fail(path, where, 'an attempt is not an object — write {"job_id": ...}')
+            problems.note(where, 'an attempt is not an object — write {"job_id": ...}')
+            continue
         rows.append(_Row(values=item, where=where, origin=f"{origin}:attempts[{i}]"))
     return data.get("cluster"), rows
 
 
-def _read_csv(path: Path, text: str, origin: str) -> tuple[str | None, list[_Row]]:
+def _read_csv(path: Path, text: str, origin: str, problems: _Problems) -> tuple[str | None, list[_Row]]:
     reader = csv.reader(text.splitlines(keepends=True))
     header = next(reader, None)
     if not header:
-        raise _fail(path, f"{path}:1", f"no header row — start with: {','.join(FIELDS)}")
+        raise problems.fatal(f"{path}:1", f"no header row — start with: {','.join(FIELDS)}")
     header = [name.strip() for name in header]
-    problems = _Problems(path)
     for name in header:
         if name not in FIELDS:
             problems.add(f"{path}:1", name, f"unknown column — {_suggest(name, FIELDS)}")
         elif header.count(name) > 1:
             problems.add(f"{path}:1", name, "the column appears twice — keep one")
-    problems.raise_if_any()
+    # The rows are still checked, by their known columns (a repeated one by its first cell).
+    known = {name: header.index(name) for name in header if name in FIELDS}
     rows = []
     line = reader.line_num
     for record in reader:
@@ -304,24 +331,24 @@ def _read_csv(path: Path, text: str, origin: str) -> tuple[str | None, list[_Row
                 f"{len(record)} cells for {len(header)} columns — quote cells that hold commas",
             )
             continue
-        values = {k: v for k, v in zip(header, record, strict=True) if v.strip()}
+        values = {name: record[i] for name, i in known.items() if record[i].strip()}
         rows.append(_Row(values=values, where=f"{path}:{first_line}", origin=f"{origin}:{first_line}"))
-    problems.raise_if_any()
     return None, rows
 
 
-def _check_top_level(path: Path, keys: dict[str, str]) -> None:
-    problems = _Problems(path)
+def _check_top_level(path: Path, keys: dict[str, str], problems: _Problems) -> None:
+    """Report unknown top-level keys; without ``attempts`` nothing more can be read."""
     for key, where in keys.items():
         if key not in TOP_LEVEL_KEYS:
             problems.add(where, key, f"unknown top-level key — {_suggest(key, TOP_LEVEL_KEYS)}")
     if "attempts" not in keys:
         problems.add(str(path), "attempts", "missing — list the attempts under `attempts:`")
-    problems.raise_if_any()
+        raise problems.error()
 
 
 READERS = {"yaml": _read_yaml, "json": _read_json, "csv": _read_csv}
-"""Format → reader returning (file-level default cluster, raw rows)."""
+"""Format → reader returning (file-level default cluster, raw rows); it adds what it finds
+wrong to the problems it is given, and raises only where it cannot read on."""
 
 
 # ----------------------------------------------------------------------- validation
@@ -344,16 +371,29 @@ def _pydantic_problem(error: dict) -> tuple[str, str]:
     return name, f"{error['msg'].lower()} (got {error.get('input')!r}) — fix the value"
 
 
-def _validated(rows: list[_Row], problems: _Problems) -> list[tuple[_Row, StaticAttempt]]:
-    good = []
+def _validated(rows: list[_Row], problems: _Problems) -> list[tuple[StaticAttempt, frozenset[str]]]:
+    """Each row's attempt and the keys that failed validation (reported to ``problems``):
+    a row with failed keys keeps its valid fields (:class:`_Salvaged`)."""
+    checked = []
     for row in rows:
         try:
-            good.append((row, StaticAttempt.model_validate(row.values)))
+            checked.append((StaticAttempt.model_validate(row.values), frozenset()))
         except ValidationError as exc:
+            failed = set()
             for error in exc.errors():
                 name, problem = _pydantic_problem(error)
                 problems.add(row.at(name), name, problem)
-    return good
+                failed.add(name)
+            # Pydantic reports every failing field: the others validate alone.
+            valid = {k: v for k, v in row.values.items() if k not in failed}
+            checked.append((_Salvaged.model_validate(valid), frozenset(failed)))
+    return checked
+
+
+def _valid(*names: str) -> pl.Expr:
+    """True where none of the row's ``names`` failed validation. A failed one is null in
+    the frame and already reported: a check reading it would report it again, or wrongly."""
+    return ~pl.col("_failed").list.eval(pl.element().is_in(list(names))).list.any()
 
 
 _RAW_SCHEMA = {
@@ -361,7 +401,7 @@ _RAW_SCHEMA = {
     "cluster": pl.String, "job_name": pl.String, "user": pl.String, "partition": pl.String,
     "submit": _TS, "start": _TS, "end": _TS, "state": pl.String, "exit_code": pl.String,
     "nodes": pl.List(pl.String), "ranks_per_node": pl.Int32, "gpus_per_node": pl.Int32,
-    "origin": pl.String,
+    "origin": pl.String, "_failed": pl.List(pl.String),
 }
 _RENAMES = {
     "submit": "submit_ts", "start": "start_ts", "end": "end_ts", "state": "raw_state",
@@ -369,11 +409,15 @@ _RENAMES = {
 }
 
 
-def _frame(good: list[tuple[_Row, StaticAttempt]], clusters: list[str]) -> pl.DataFrame:
-    """The rows as an attempts frame (state and exit code normalized by expressions)."""
+def _frame(
+    rows: list[_Row], checked: list[tuple[StaticAttempt, frozenset[str]]], clusters: list[str | None]
+) -> pl.DataFrame:
+    """The rows as an attempts frame (state and exit code normalized by expressions), with
+    ``_failed``: the keys of each row that failed validation, whose fields are null."""
     records = [
-        {**attempt.model_dump(), "cluster": chosen, "origin": row.origin}
-        for (row, attempt), chosen in zip(good, clusters, strict=True)
+        {**attempt.model_dump(), **dict.fromkeys(failed & set(FIELDS)), "cluster": chosen,
+         "origin": row.origin, "_failed": sorted(failed)}
+        for row, (attempt, failed), chosen in zip(rows, checked, clusters, strict=True)
     ]
     frame = pl.DataFrame(records, schema=_RAW_SCHEMA).rename(_RENAMES)
     exit_code, signal = split_exit_code_expr(pl.col("raw_exit"))
@@ -381,7 +425,9 @@ def _frame(good: list[tuple[_Row, StaticAttempt]], clusters: list[str]) -> pl.Da
         "static/{}/{}/{}", pl.col("cluster"), pl.col("job_id"), pl.col("attempt_index")
     )
     return frame.with_columns(
-        attempt_id=pl.coalesce("given_attempt_id", default_id),
+        # Unknown when a key it is made of failed: a guess could only repeat another row's.
+        attempt_id=pl.when(_valid("job_id", "attempt_index", "attempt_id", "cluster"))
+        .then(pl.coalesce("given_attempt_id", default_id)),
         scheduler=pl.lit("static"),
         state=normalize_state_expr(pl.col("raw_state")),
         exit_code=exit_code,
@@ -397,17 +443,18 @@ def _check_frame(frame: pl.DataFrame, rows: list[_Row], problems: _Problems) -> 
         "or a Kueue one (Succeeded, Failed, Evicted)"
     )
     checks = [
-        ("state", pl.col("state").is_null(),
+        ("state", _valid("state") & pl.col("state").is_null(),
          lambda r: f"unknown state {r['raw_state']!r} — use {known}"),
         ("end", pl.col("end_ts") < pl.col("start_ts"),
          lambda r: f"ends before it starts ({r['end_ts']:%Y-%m-%dT%H:%M:%SZ} < "
                    f"{r['start_ts']:%Y-%m-%dT%H:%M:%SZ}) — fix start or end"),
         ("start", pl.col("submit_ts") > pl.col("start_ts"),
          lambda r: "starts before it was submitted — fix submit or start"),
-        ("start", pl.all_horizontal(pl.col("submit_ts", "start_ts", "end_ts").is_null()),
+        ("start", _valid("submit", "start", "end")
+         & pl.all_horizontal(pl.col("submit_ts", "start_ts", "end_ts").is_null()),
          lambda r: "no timestamp — give at least one of submit, start, end "
                    "(the lake files attempts by day)"),
-        ("attempt_id", pl.col("attempt_id").is_duplicated()
+        ("attempt_id", pl.col("attempt_id").is_not_null() & pl.col("attempt_id").is_duplicated()
          & (pl.int_range(pl.len()).over("attempt_id") > 0),
          lambda r: f"attempt id {r['attempt_id']!r} repeats the row at {rows[r['_first']].where}"
                    " — give each attempt its own job_id/attempt_index or attempt_id"),
@@ -432,40 +479,42 @@ def read_static_context(path: str | Path, *, cluster: str | None = None) -> pl.D
     duplicate attempt id).
     """
     path = Path(path)
+    problems = _Problems(path)
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
-        raise _fail(
-            path, str(path),
+        raise problems.fatal(
+            str(path),
             f"unknown extension {path.suffix or '(none)'!r} — name the file "
             f"{' / '.join(FORMATS)}",
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") would start the first key.
+        text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise _fail(path, str(path), "no such file — check the path") from None
+        raise problems.fatal(str(path), "no such file — check the path") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(path, str(path), f"cannot be read ({exc}) — check the file") from None
-    file_cluster, rows = READERS[kind](path, text, str(path.resolve()))
-    if file_cluster is not None and not (isinstance(file_cluster, str) and file_cluster.strip()):
-        raise _fail(path, str(path), f"cluster: {file_cluster!r} is not a name — write cluster: <name>")
-    if not rows:
-        raise _fail(path, str(path), "no attempts — add at least one attempt")
-    problems = _Problems(path)
-    good = _validated(rows, problems)
-    placed, clusters = [], []
-    for row, attempt in good:
+        raise problems.fatal(str(path), f"cannot be read ({exc}) — check the file") from None
+    file_cluster, rows = READERS[kind](path, text, str(path.resolve()), problems)
+    # Reported once here; rows without a cluster of their own are then not reported one by one.
+    file_names_cluster = file_cluster is not None
+    if file_names_cluster and not (isinstance(file_cluster, str) and file_cluster.strip()):
+        problems.note(str(path), f"cluster: {file_cluster!r} is not a name — write cluster: <name>")
+        file_cluster = None
+    if not rows and not problems.items:
+        raise problems.fatal(str(path), "no attempts — add at least one attempt")
+    checked = _validated(rows, problems)
+    clusters = []
+    for row, (attempt, failed) in zip(rows, checked, strict=True):
         chosen = attempt.cluster or file_cluster or cluster
-        if chosen is None:
+        if chosen is None and not file_names_cluster and "cluster" not in failed:
             problems.add(
                 row.where, "cluster",
                 "missing — add `cluster:` to the row or the top of the file, or pass a cluster",
             )
-        else:
-            placed.append((row, attempt))
-            clusters.append(chosen)
-    # Rows that passed so far are still cross-checked, so one run reports every problem.
-    frame = _frame(placed, clusters)
-    _check_frame(frame, [row for row, _ in placed], problems)
+        clusters.append(chosen)
+    # Every row is cross-checked, by the fields it got right, so one run reports every problem.
+    frame = _frame(rows, checked, clusters)
+    _check_frame(frame, rows, problems)
     problems.raise_if_any()
     return frame.select([*ATTEMPTS.names, "cluster"])
 

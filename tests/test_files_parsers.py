@@ -408,6 +408,22 @@ def test_gzip_is_read_by_magic_and_bad_utf8_is_replaced(tmp_path):
         assert parsed.observations["message"].to_list() == [MLX5_LINK[0], "bad \ufffd\ufffd bytes"]
 
 
+def test_a_byte_order_mark_is_no_part_of_the_first_line(tmp_path):
+    syslog = "".join(line + "\n" for line, _ in SYSLOG_3164).encode()
+    app = f"{CUDA_OOM[0]}\n".encode()
+    bom = b"\xef\xbb\xbf"
+    for name, body, source in [("kern.log", syslog, "syslog"), ("train.log", app, "app")]:
+        (tmp_path / name).write_bytes(body)
+        (tmp_path / f"bom-{name}").write_bytes(bom + body)
+        (tmp_path / f"bom-{name}.gz").write_bytes(gzip.compress(bom + body))
+        at = {"year": 2026, "ingest_time": datetime(2026, 12, 4, tzinfo=UTC)}
+        plain = read_log_file(tmp_path / name, **at)
+        for marked in (f"bom-{name}", f"bom-{name}.gz"):
+            parsed = read_log_file(tmp_path / marked, **at)
+            assert (parsed.source, parsed.rejects.height) == (source, 0)
+            assert parsed.observations.drop("origin", "input_id").equals(plain.observations.drop("origin", "input_id"))
+
+
 def test_nul_bytes_are_replaced_in_valid_and_invalid_utf8(tmp_path):
     """Valid UTF-8 is checked by Polars, a batch with invalid bytes by Python: NUL becomes
     U+FFFD either way."""

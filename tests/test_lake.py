@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -305,3 +308,28 @@ def test_a_crash_between_a_file_and_its_derivative_leaves_no_derivative(tmp_path
     land(lake, rows("a", 2, tag="v2"), rows("b", 2, tag="v2"))
     assert all(d is not None for d in derivatives(lake).values())
     assert per_input(lake) == {"a": 2, "b": 2} and leftovers(lake) == []
+
+
+def test_the_next_write_deletes_the_temporary_files_a_killed_writer_left(tmp_path):
+    """A writer killed between creating a temporary file and renaming it leaves the file
+    behind: the next write through any Lake object deletes every such file, wherever it
+    is, and nothing else."""
+    lake = Lake(tmp_path / "lake")
+    land(lake, rows("a", 2), rows("b", 1, start=DAY2))
+    lake.write_manifest("run-1", {"kind": "run"})
+    index = lake.root / "_inputs" / "observations" / f"cluster={CLUSTER}" / "index.parquet"
+    targets = [*lake.files("observations"), index, lake.root / "runs" / "run-1.json"]
+    stale = []
+    for target in targets:  # what _atomic_write_bytes names them, as a SIGKILL leaves them
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+        stale.append(Path(name))
+    kept = [targets[0].parent / name for name in ("notes.tmp", ".part-x.parquet.tmp", ".hidden.parquet")]
+    for path in kept:
+        path.write_bytes(b"not the lake's")
+    before = stored(lake)
+
+    Lake(lake.root).land("observations", rows("c", 1), cluster=CLUSTER, input_id="c", source="syslog")
+    assert [path for path in stale if path.exists()] == []
+    assert all(path.exists() for path in kept)
+    assert stored(lake).filter(pl.col("input_id") != "c").equals(before)

@@ -60,3 +60,4 @@ def test_sigkill_mid_landing_leaves_only_complete_files(tmp_path):
     land_manifest(lake, SAMPLES / "manifest.yaml")
     for table in ("attempts", "observations", "rejects"):
         assert lake.scan(table).collect().height == clean.scan(table).collect().height, table
+    assert not list(root.rglob("*.tmp"))  # the killed landing's temporary file, if it left one

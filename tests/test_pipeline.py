@@ -8,6 +8,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from datetime import date
 from pathlib import Path
 
 import polars as pl
@@ -22,6 +24,7 @@ from engine.oneshot import SAMPLES, attempt_days, land_manifest, run_demo
 from engine.rules.loader import load_rule_pack
 from engine.run import COUNTS, landing_lake, run_attribution
 from ingest.lake import Lake
+from ingest.static import land_static_context
 
 REPO = Path(__file__).resolve().parents[1]
 GOLDEN = SAMPLES / "expected_verdicts.jsonl"
@@ -204,6 +207,25 @@ def test_an_attempt_without_observations_is_insufficient_and_names_the_missing_s
     assert (verdict["domain"], verdict["quality"]) == ("unknown", "insufficient")
     errors = {c["source"]: c["error"] for c in verdict["coverage"] if c["error"]}
     assert "n1, n2" in errors["node_logs"] and "app_logs" in errors
+
+
+def test_a_run_deletes_the_scratch_folder_a_killed_run_left(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    context = tmp_path / "ctx.yaml"
+    context.write_text(
+        "cluster: c\nattempts:\n  - job_id: '7'\n    start: 2026-11-28T10:00:00Z\n"
+        "    end: 2026-11-28T11:00:00Z\n    state: FAILED\n    exit_code: '1:0'\n    nodes: n1\n"
+    )
+    land_static_context(lake, context)
+    # What a run killed mid-way leaves: tempfile's folder named after its run id.
+    stale = Path(tempfile.mkdtemp(prefix=".run-20261128T120000Z-0a1b2c-", dir=lake.root))
+    (stale / "chunk-0.parquet").write_bytes(b"PAR1 half a chunk")
+    kept = [lake.root / ".run-notes", lake.root / "run-20261128T120000Z-0a1b2c-archive"]
+    for folder in kept:
+        folder.mkdir()
+    run_attribution(lake, date(2026, 11, 28), date(2026, 11, 28))
+    assert not stale.exists()
+    assert all(folder.is_dir() for folder in kept)
 
 
 def test_a_run_over_a_path_with_no_lake_is_an_error_that_creates_nothing(tmp_path):

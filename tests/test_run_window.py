@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from engine.config import EngineConfig
-from engine.run import run_attribution
+from engine.run import run_attribution, run_window
 from ingest.files import land_log_files
 from ingest.lake import Lake
 from ingest.static import land_static_context
@@ -72,3 +72,61 @@ def test_a_quiet_node_is_told_from_a_missing_log_alike_in_any_chunk(tmp_path, ch
     # run's chunk happens to read that later day for another attempt.
     later = _quiet_node_errors(tmp_path / "far", "2026-11-27T03:00:00.000000+00:00", chunk_attempts)
     assert later == [f"no {'/'.join(EngineConfig().node_log_sources)} rows for n1"]
+
+
+@pytest.mark.parametrize(("since", "until"), [("2026-09-01", "2027-01-31"), ("1900-01-01", "2999-12-31")])
+def test_a_window_wider_than_the_lake_reads_what_a_tight_one_does(tmp_path, since, until):
+    """A run visited every day of its window: ``--since 1900-01-01 --until 2999-12-31`` read
+    400,000 days. Narrowed to the lake's attempts, it reads the days a window tight around
+    them reads, and gives their verdicts."""
+    lake = Lake(tmp_path / "lake")
+    context = tmp_path / "ctx.yaml"
+    context.write_text(
+        "cluster: c\nattempts:\n"
+        "  - job_id: '1'\n    start: 2026-11-25T08:00:00Z\n    end: 2026-11-25T10:00:00Z\n"
+        "    state: FAILED\n    exit_code: '1:0'\n    nodes: n1\n"
+        "  - job_id: '2'\n    start: 2026-11-27T04:00:00Z\n    end: 2026-11-27T05:00:00Z\n"
+        "    state: COMPLETED\n    exit_code: '0:0'\n    nodes: n2\n"
+    )
+    land_static_context(lake, context)
+    syslog = tmp_path / "n1.log"
+    syslog.write_text(
+        "2026-11-25T09:00:00.000000+00:00 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
+        "name=<unknown>, GPU has fallen off the bus.\n"
+    )
+    land_log_files(lake, [syslog], cluster="c", source="syslog")
+
+    def run(first: date, last: date) -> tuple[pl.DataFrame, list[str]]:
+        said: list[str] = []
+        summary = run_attribution(lake, first, last, progress=said.append)
+        read = [message.rsplit(" of ", 1)[1] for message in said if message.startswith("extracted ")]
+        return summary.verdicts.drop("run_id", "run_ts"), read
+
+    tight, tight_days = run(date(2026, 11, 25), date(2026, 11, 27))
+    wide, wide_days = run(date.fromisoformat(since), date.fromisoformat(until))
+    assert wide_days == tight_days == [f"2026-11-{day}" for day in range(24, 29)]
+    assert wide.equals(tight)
+    assert tight["cause"].to_list() == ["gpu.fallen_off_bus", "none"]
+
+
+def test_a_window_without_attempts_is_narrowed_to_the_logs_it_holds(tmp_path):
+    """A run over days no attempt ended on attributes nothing but still rewrites the events
+    of their logs, which trend queries read: such a window narrows to the lake's logs."""
+    lake = Lake(tmp_path / "lake")
+    context = tmp_path / "ctx.yaml"
+    context.write_text(
+        "cluster: c\nattempts:\n  - job_id: '1'\n    start: 2026-11-25T08:00:00Z\n"
+        "    end: 2026-11-25T10:00:00Z\n    state: COMPLETED\n    nodes: n1\n"
+    )
+    land_static_context(lake, context)
+    syslog = tmp_path / "n1.log"
+    syslog.write_text(
+        "2026-12-02T09:00:00.000000+00:00 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
+        "name=<unknown>, GPU has fallen off the bus.\n"
+    )
+    land_log_files(lake, [syslog], cluster="c", source="syslog")
+    assert run_window(lake, date(1900, 1, 1), date(2999, 12, 31)) == (date(2026, 11, 25), date(2026, 11, 25))
+    assert run_window(lake, date(2026, 11, 28), date(2999, 12, 31)) == (date(2026, 12, 2), date(2026, 12, 2))
+    assert run_window(lake, date(2027, 1, 1), date(2999, 12, 31)) == (date(2027, 1, 1), date(2027, 1, 1))
+    run_attribution(lake, date(2026, 11, 28), date(2999, 12, 31))
+    assert lake.scan("events").collect()["event"].to_list() == ["xid_79_fallen_off_bus"]

@@ -7,6 +7,8 @@ output of one lab session, and a hand-made 24.05-shape JSON built from the docum
 
 from __future__ import annotations
 
+import gzip
+import json
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -194,6 +196,40 @@ def test_malformed_rows_go_to_rejects_with_the_reason():
 
 
 @pytest.mark.parametrize(
+    ("nodelist", "problem"),
+    [
+        ("gpu[001-0x3]", "invalid hostlist 'gpu[001-0x3]' at position 4: invalid range '001-0x3'"),
+        ("gpu[001-003", "invalid hostlist 'gpu[001-003' at position 3: '[' is never closed"),
+    ],
+)
+def test_a_malformed_nodelist_sends_its_row_to_rejects(tmp_path, nodelist, problem):
+    """Expanding it failed the whole connector, naming neither the file nor the line."""
+    dump = tmp_path / "sacct.txt"
+    dump.write_text(
+        "JobID|JobIDRaw|JobName|State|ExitCode|Start|End|NodeList\n"
+        "1|1|ok|FAILED|1:0|2026-11-30T10:00:00|2026-11-30T11:00:00|gpu[001-003]\n"
+        f"2|2|bad|FAILED|1:0|2026-11-30T10:00:00|2026-11-30T11:00:00|{nodelist}\n"
+        f"2.0|2.0|python|FAILED|1:0|2026-11-30T10:00:05|2026-11-30T11:00:00|{nodelist}\n"
+    )
+    lake = Lake(tmp_path / "lake")
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[dump]), "c"), None)
+    assert (report.error, report.landed, report.rejected) == (None, 1, 2)
+    assert lake.scan("attempts").collect()["nodes"].to_list() == [["gpu001", "gpu002", "gpu003"]]
+    rejects = lake.scan("rejects").collect().sort("origin")
+    assert rejects["origin"].to_list() == [f"{dump}:3", f"{dump}:4"]
+    assert all(reason.startswith(f"NodeList: {problem}") for reason in rejects["reason"])
+
+
+def test_a_malformed_json_nodes_sends_its_job_to_rejects():
+    doc = json.loads((FIXTURES / "sacct_json_job2.json").read_text())
+    doc["jobs"][0]["nodes"] = "vm[1-"
+    rows, rejects = parse_sacct(json.dumps(doc), origin="x.json", timezone="UTC")
+    assert rows.is_empty()
+    assert rejects["origin"].to_list() == ["x.json#/jobs/0"]
+    assert rejects["reason"][0].startswith("nodes: invalid hostlist 'vm[1-' at position 2")
+
+
+@pytest.mark.parametrize(
     ("text", "message"),
     [
         ("JobID|JobName\n1|x\n", "lacks field(s) ['State', 'Start', 'End']"),
@@ -216,6 +252,40 @@ def test_connector_lands_files_idempotently(tmp_path):
     run_connector(lake, SlurmConnector(options, "lab"), None)
     assert lake.scan("attempts").collect().sort("attempt_id").equals(first)
     assert first["exit_code"].to_list() == [e[4] for e in sorted(EXPECTED)]
+
+
+def test_a_byte_order_mark_before_the_header_is_ignored(tmp_path):
+    dump = tmp_path / "sacct.txt"
+    dump.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "parsable2_all_steps_D.txt").read_bytes())
+    lake = Lake(tmp_path / "lake")
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[dump]), "lab"), None)
+    assert (report.error, report.landed, report.rejected) == (None, 14, 0)
+    assert as_tuples(lake.scan("attempts").collect().sort("attempt_id")) == sorted(EXPECTED)
+
+
+def test_a_gzip_dump_is_read_like_the_plain_file(tmp_path):
+    dump = tmp_path / "sacct.txt.gz"
+    dump.write_bytes(gzip.compress((FIXTURES / "parsable2_all_steps_D.txt").read_bytes()))
+    lake = Lake(tmp_path / "lake")
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[dump]), "lab"), None)
+    assert (report.error, report.landed, report.rejected) == (None, 14, 0)
+    assert as_tuples(lake.scan("attempts").collect().sort("attempt_id")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("damage", ["flipped", "truncated"])
+def test_a_corrupt_gzip_dump_is_a_clear_error_naming_the_file(tmp_path, damage):
+    data = bytearray(gzip.compress((FIXTURES / "parsable2_all_steps_D.txt").read_bytes()))
+    if damage == "flipped":
+        data[20:60] = bytes(b ^ 0xFF for b in data[20:60])
+    else:
+        data = data[: len(data) // 2]
+    dump = tmp_path / "sacct.txt.gz"
+    dump.write_bytes(bytes(data))
+    lake = Lake(tmp_path / "lake")
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[dump]), "lab"), None)
+    assert report.error.startswith(f"slurm: {dump}: corrupt gzip data (")
+    assert report.error.endswith("; re-copy the file")
+    assert report.landed == 0 and lake.files("attempts") == []
 
 
 def test_sacct_command_is_one_windowed_call_with_steps_and_duplicates():

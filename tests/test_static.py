@@ -11,7 +11,8 @@ import pytest
 
 from ingest.lake import Lake
 from ingest.schema import ATTEMPTS
-from ingest.static import ContextError, land_static_context, read_static_context
+from ingest.static import FIELDS, ContextError, land_static_context, read_static_context
+from ingest.states import SLURM_STATES
 
 BAD_INPUTS = Path(__file__).parent / "bad_inputs" / "static"
 
@@ -142,6 +143,13 @@ def test_every_format_gives_the_same_attempts(context_file):
     assert rows[2]["state"] == "completed" and rows[2]["nodes"] == [] and rows[2]["n_nodes"] == 0
 
 
+def test_a_byte_order_mark_is_ignored(context_file):
+    """Excel's "CSV UTF-8" starts the file with one: it made the first column unknown."""
+    plain = read_static_context(context_file, cluster="demo")
+    context_file.write_bytes(b"\xef\xbb\xbf" + context_file.read_bytes())
+    assert read_static_context(context_file, cluster="demo").equals(plain)
+
+
 def test_origin_points_at_the_row(tmp_path):
     yaml_file = tmp_path / "ctx.yaml"
     yaml_file.write_text(YAML_CONTEXT)
@@ -214,6 +222,48 @@ def test_every_problem_is_reported_at_once(tmp_path):
     assert f"{path}:5: end: ends before it starts" in message
     assert f"{path}:8: start: bad timestamp 'yesterday'" in message
     assert f"{path}:12: state: unknown state 'BOOM'" in message
+
+
+def test_problems_of_every_kind_are_reported_in_one_round(tmp_path):
+    """The file's shape, each field, then checks across fields and rows: each kind was
+    reported only once the kinds before it were fixed, so a file took several rounds."""
+    path = tmp_path / "rounds.yaml"
+    path.write_text(
+        "cluster: demo\nclustre: lab\nattempts:\n"
+        "  - job_id: '1'\n    start: 2026-11-28T10:00:00Z\n    end: 2026-11-28T09:00:00Z\n"
+        "    state: FAILED\n    gpus: 8\n"
+        "  - job_id: '2'\n    end: 2026-11-28T11:00:00Z\n    state: BOOM\n    exit_code: segv\n"
+        "    state: FAILED\n"
+        "  - job_id: '1'\n    start: yesterday\n    end: 2026-11-28T12:00:00Z\n    state: COMPLETED\n"
+    )
+    with pytest.raises(ContextError) as info:
+        read_static_context(path)
+    assert str(info.value).splitlines() == [
+        f"cannot read execution context {path}: 8 problems",
+        f"  {path}:2: clustre: unknown top-level key — did you mean 'cluster'? allowed keys: cluster, attempts",
+        f"  {path}:13: the attempt repeats the key 'state' — keep one",
+        f"  {path}:8: gpus: unknown key — allowed keys: {', '.join(FIELDS)}",
+        f"  {path}:12: exit_code: exit code 'segv' is not code or code:signal — write e.g. \"1:0\" or 1",
+        f"  {path}:15: start: bad timestamp 'yesterday' — write ISO 8601 date and time, "
+        "e.g. 2026-11-28T10:00:00Z (naive times are UTC)",
+        f"  {path}:11: state: unknown state 'BOOM' — use a Slurm state ({', '.join(sorted(SLURM_STATES))}) "
+        "or a Kueue one (Succeeded, Failed, Evicted)",
+        f"  {path}:6: end: ends before it starts (2026-11-28T09:00:00Z < 2026-11-28T10:00:00Z) — fix start or end",
+        f"  {path}:14: attempt_id: attempt id 'static/demo/1/0' repeats the row at {path}:4 "
+        "— give each attempt its own job_id/attempt_index or attempt_id",
+    ]
+
+
+def test_a_csv_header_and_its_rows_are_checked_in_one_round(tmp_path):
+    path = tmp_path / "rounds.csv"
+    path.write_text("job_id,stat,state,end\n1,x,BOOM,2026-11-28T11:00:00Z\n2,x,FAILED,\n")
+    with pytest.raises(ContextError) as info:
+        read_static_context(path, cluster="demo")
+    message = str(info.value)
+    assert message.startswith(f"cannot read execution context {path}: 3 problems")
+    assert f"{path}:1: stat: unknown column — did you mean 'state'?" in message
+    assert f"{path}:2: state: unknown state 'BOOM'" in message
+    assert f"{path}:3: start: no timestamp" in message
 
 
 def test_missing_file_is_a_context_error(tmp_path):

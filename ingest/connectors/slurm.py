@@ -46,6 +46,7 @@ from ingest.connectors.base import (
     Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow, TransientError,
 )
 from ingest.connectors.slurm_parse import SACCT_FIELDS, TIME_FORMAT, merge_rows, parse_json, parse_parsable2
+from ingest.files.common import FilesError, read_bytes
 from ingest.hostlist import expand_hostlist_column
 from ingest.states import normalize_state_expr
 
@@ -72,8 +73,8 @@ def local_timezone() -> str:
 class SlurmOptions(ConnectorOptions):
     """Options of the ``slurm`` connector.
 
-    ``sacct_file``: one or more saved outputs (parsable2 and/or JSON, mixed is fine); when
-    absent the connector runs ``sacct_bin`` for the window. ``timezone``: the Slurm host's
+    ``sacct_file``: one or more saved outputs (parsable2 and/or JSON, mixed is fine; gzip
+    is read by its magic number, whatever the name); when absent the connector runs ``sacct_bin`` for the window. ``timezone``: the Slurm host's
     zone for parsable2 files (IANA name; default: this machine's). ``requeue_lookback_days``:
     how far before the window ``sacct`` looks so that earlier runs of a requeued job are
     counted in ``attempt_index`` (only attempts overlapping the window are landed).
@@ -210,10 +211,13 @@ class SlurmConnector(Connector):
         if opts.sacct_file:
             for path in opts.sacct_file:
                 try:
-                    text = path.read_text(errors="replace")
+                    # As log files are read: gzip by its magic number, a byte-order mark dropped.
+                    raw, _ = read_bytes(path)
+                except FilesError as exc:
+                    raise ConnectorError(f"slurm: {exc}") from None
                 except OSError as exc:
                     raise ConnectorError(f"slurm: cannot read sacct_file {path}: {exc.strerror}; check the path") from None
-                inputs.append((str(path), text, tz, None))
+                inputs.append((str(path), raw.decode(errors="replace"), tz, None))
         else:
             if window is None:
                 raise ConnectorError(

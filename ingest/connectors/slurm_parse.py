@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 import polars as pl
 
 from ingest.connectors.base import ConnectorError
+from ingest.hostlist import expand_hostlist
 from ingest.states import normalize_state_expr, split_exit_code_expr
 
 SACCT_FIELDS = (
@@ -77,6 +78,32 @@ def _bad_ts(col: str, tz: str) -> pl.Expr:
     return pl.when(bad).then(pl.format(f"unparseable {col} time '{{}}'", raw))
 
 
+def _null_token(col: pl.Expr) -> pl.Expr:
+    """``col`` stripped, null where it holds one of :data:`NULL_TOKENS`."""
+    value = col.str.strip_chars()
+    return pl.when(value.is_in(NULL_TOKENS)).then(None).otherwise(value)
+
+
+def _with_hostlist_problems(table: pl.DataFrame, col: str, field: str) -> pl.DataFrame:
+    """``table`` with ``_hostlist``: why its node list ``col`` (sacct's ``field``) does not
+    expand, null if it does.
+
+    Landed, a malformed list would fail the expansion of every attempt of the input (or,
+    read leniently, tie node events to the wrong nodes); it is this row's problem. Each
+    distinct list is expanded once: a dump repeats a few lists thousands of times.
+    """
+    lists = table.select(_null_token(pl.col(col)).alias("_list"))
+    problems = {}
+    for expr in lists["_list"].drop_nulls().unique():
+        try:
+            expand_hostlist(expr)
+        except ValueError as exc:
+            problems[expr] = f"{field}: {exc}"
+    return table.with_columns(
+        lists["_list"].replace_strict(problems, default=None, return_dtype=pl.String).alias("_hostlist")
+    )
+
+
 def _tres_gpus(col: pl.Expr) -> pl.Expr:
     """GPUs in an ``AllocTRES`` string: the untyped ``gres/gpu=N`` total, else a typed one."""
     untyped = col.str.extract(r"(?:^|,)gres/gpu=(\d+)", 1)
@@ -134,10 +161,11 @@ def parse_parsable2(
             # Landed, a state no rule knows would never be attributed, and nothing would say so.
             .when(normalize_state_expr(pl.col("State")).is_null())
             .then(pl.format("State '{}' is not a Slurm job state", pl.col("State").str.strip_chars())),
+            pl.col("_hostlist"),
         ],
         separator="; ", ignore_nulls=True,
     )
-    table = table.with_columns(problem.alias("reason"))
+    table = _with_hostlist_problems(table, "NodeList", "NodeList").with_columns(problem.alias("reason"))
     bad_width = lines.filter(~width_ok).with_columns(
         pl.format(f"expected {len(fields)} '|'-separated fields, found {{}}", parts.list.len()).alias("reason")
     )
@@ -148,18 +176,13 @@ def parse_parsable2(
     good = table.filter(pl.col("reason") == "")
 
     code, sig = split_exit_code_expr(pl.col("ExitCode"))
-
-    def text_col(name: str) -> pl.Expr:
-        value = pl.col(name).str.strip_chars()
-        return pl.when(value.is_in(NULL_TOKENS)).then(None).otherwise(value)
-
     rows = good.select(
         pl.col("JobID").str.split(".").list.first().alias("job_id"),
         raw_base.alias("job_id_raw"),
         pl.col("JobIDRaw").str.split(".").list.get(1, null_on_oob=True).alias("step"),
         pl.col("JobName").alias("job_name"),
-        text_col("User").alias("user"),
-        text_col("Partition").alias("partition"),
+        _null_token(pl.col("User")).alias("user"),
+        _null_token(pl.col("Partition")).alias("partition"),
         _parse_ts(pl.col("Submit"), timezone).alias("submit_ts"),
         _parse_ts(pl.col("Start"), timezone).alias("start_ts"),
         _end_ts(pl.col("End"), _parse_ts(pl.col("Start"), timezone), pl.col("Elapsed"), timezone).alias("end_ts"),
@@ -167,7 +190,7 @@ def parse_parsable2(
         code.alias("exit_code"),
         pl.when(sig != 0).then(sig).alias("signal"),
         pl.lit(True).alias("exit_trusted"),
-        text_col("NodeList").alias("nodelist"),
+        _null_token(pl.col("NodeList")).alias("nodelist"),
         pl.col("AllocNodes").cast(pl.Int32, strict=False).alias("alloc_nodes"),
         pl.coalesce("NNodes", "AllocNodes").cast(pl.Int32, strict=False).alias("step_nodes"),
         pl.col("NTasks").cast(pl.Int32, strict=False).alias("ntasks"),
@@ -326,8 +349,9 @@ def parse_json(text: str, *, origin: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     problem = (
         pl.when(pl.col("job_id_raw").is_null()).then(pl.lit("job without job_id"))
         .when(pl.col("raw_state").is_null()).then(pl.lit("job without state"))
+        .otherwise(pl.col("_hostlist"))
     )
-    rows = rows.with_columns(problem.alias("reason"))
+    rows = _with_hostlist_problems(rows, "nodelist", "nodes").with_columns(problem.alias("reason"))
     rejects = rows.filter(pl.col("reason").is_not_null()).join(jobs, on="idx").select(
         pl.format("/jobs/{}", pl.col("idx")).alias("line"),
         pl.col("job").struct.json_encode().alias("raw"), "reason",

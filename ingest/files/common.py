@@ -65,6 +65,7 @@ FUTURE_SLACK = timedelta(days=1)
 to the previous year (covers time zones between the writer and this machine)."""
 
 REPLACEMENT = "\ufffd".encode()
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class FilesError(ValueError):
@@ -149,9 +150,10 @@ def check_timezone(timezone: str) -> None:
 def read_bytes(path: str | Path) -> tuple[bytes, int]:
     """The decompressed bytes of ``path`` and its mtime in µs since the epoch.
 
-    Gzip input (by magic number, whatever the name) is decompressed. Plain ``os.read``
-    calls: a million small job outputs make the per-file cost of buffered file objects
-    show (about three times slower).
+    Gzip input (by magic number, whatever the name) is decompressed. A UTF-8 byte-order
+    mark at the start (Windows editors and some exporters write one) is dropped: it is no
+    part of the first line. Plain ``os.read`` calls: a million small job outputs make the
+    per-file cost of buffered file objects show (about three times slower).
     """
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -170,7 +172,7 @@ def read_bytes(path: str | Path) -> tuple[bytes, int]:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
             raise FilesError(f"{path}: corrupt gzip data ({exc}); re-copy the file") from exc
-    return raw, mtime_us
+    return raw.removeprefix(UTF8_BOM), mtime_us
 
 
 def _texts(raws: Sequence[bytes]) -> pl.Series:
