@@ -1,4 +1,4 @@
-"""The one rank that never joined the collective every other rank timed out in.
+"""The rank, or the node, that never joined the collective every other rank timed out in.
 
 When every rank of a job but one reports a NCCL watchdog timeout, the missing rank is the
 one the others waited for: its watchdog had nothing to time out, because it never entered
@@ -13,8 +13,14 @@ scripts do the work the others wait for (dataset preparation, evaluation, checkp
 writing, ``if rank == 0`` blocks): a silent rank 0 becomes a ``workload`` root candidate.
 Any other silent rank may as well sit on a hung or fail-slow GPU, which prints nothing
 either: it is named as ``context`` (the evidence shows which rank and node the others
-waited for) and the verdict stays "symptoms only". The event's time is when the
-collective began, the first timeout less its ``Timeout(ms)``.
+waited for) and the verdict stays "symptoms only". So are several silent ranks that all ran
+on one node (every rank of a node that hung): that node is named. The event's time is when
+the collective began, the first timeout less its ``Timeout(ms)``.
+
+A node the others waited for that reported its CPUs stuck (soft lockups under a minute,
+``context`` on their own: a busy node prints them too) between the start of the
+collective and the first timeout (the latest moment it can have been printed) hung there:
+those reports become its root candidates.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -30,10 +36,12 @@ CAUSES = (
     ("workload.straggler_rank", "workload", "root_candidate", "straggler_rank"),
     ("unknown.straggler_rank", "unknown", "context", "straggler_rank"),
 )
-"""Rank 0 stuck (its own code: tokenising, loading data) is the root; another rank is only
-named, as context, for someone to look at."""
+"""Rank 0 stuck (its own code: tokenising, loading data) is the root; another rank, or a
+node's ranks, are only named, as context, for someone to look at."""
 TIMEOUT_EVENT = "network.collective_timeout"
 """The event of the watchdog timeout lines (``comm.nccl_watchdog_timeout``)."""
+STALL_CAUSE = "host.cpu_stall"
+"""The cause of a node's reports of a CPU stuck in the kernel (``host.yaml``)."""
 
 
 def _world(attempts: pl.DataFrame) -> pl.DataFrame:
@@ -46,7 +54,9 @@ def _world(attempts: pl.DataFrame) -> pl.DataFrame:
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Add a straggler event to each attempt without a root whose ranks all reported a
-    watchdog timeout but one (a ``workload`` root for rank 0, ``context`` otherwise)."""
+    watchdog timeout but one, or but ranks of one node (a ``workload`` root for rank 0
+    alone, ``context`` otherwise), and make the CPU stalls the silent node reported while
+    the others waited its root candidates."""
     if events.is_empty() or context.attempts.is_empty():
         return events
     timeouts = events.filter((pl.col("event") == TIMEOUT_EVENT) & pl.col("rank").is_not_null()).join(
@@ -60,14 +70,18 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         timeouts.select("attempt_id", ranks).explode("_rank")
         .group_by("attempt_id").agg(pl.col("_rank").cast(pl.Int64).unique().alias("_reported"))
     )
+    # The ranks of a node are consecutive: sorted, the first and last missing ranks share
+    # a node only when all of them do.
+    at = pl.col("_missing").list.first() // pl.col("_per_node")
     missing = (
         reported.join(_world(context.attempts), on="attempt_id")
-        .with_columns(pl.int_ranges(0, pl.col("_world")).list.set_difference("_reported").alias("_missing"))
-        .filter(pl.col("_missing").list.len() == 1)
+        .with_columns(pl.int_ranges(0, pl.col("_world")).list.set_difference("_reported").list.sort().alias("_missing"))
+        .filter((pl.col("_missing").list.len() > 0) & (at == pl.col("_missing").list.last() // pl.col("_per_node")))
         .select(
-            "attempt_id",
+            "attempt_id", "_missing",
             pl.col("_missing").list.first().alias("_rank"),
-            pl.col("nodes").list.get(pl.col("_missing").list.first() // pl.col("_per_node"), null_on_oob=True).alias("_node"),
+            (pl.col("_missing").list.len() == 1).alias("_alone"),
+            pl.col("nodes").list.get(at, null_on_oob=True).alias("_node"),
             pl.col("_world"),
         )
     )
@@ -85,18 +99,21 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     # Not before the attempt started: an unstamped timeout line only inherited an earlier stamp.
     began = pl.max_horizontal(pl.col("ts") - pl.duration(milliseconds=timeout_ms), pl.col("start_ts"))
     seqnum = pl.col("params").str.json_path_match("$.seqnum").fill_null("?")
+    silent = pl.when(pl.col("_alone")).then(pl.concat_str([pl.lit("rank "), pl.col("_rank").cast(pl.String)])).otherwise(
+        pl.concat_str([pl.lit("ranks "), pl.col("_missing").cast(pl.List(pl.String)).list.join(","), pl.lit(" of "),
+                       pl.col("_node").fill_null("one node")]))
     message = pl.concat_str([
-        pl.lit("rank "), pl.col("_rank").cast(pl.String), pl.lit(" never joined collective SeqNum="), seqnum,
-        pl.lit(" in which the other "), (pl.col("_world") - 1).cast(pl.String),
-        pl.lit(" ranks timed out (it reported no timeout of its own): it was busy elsewhere or hung"),
+        silent, pl.lit(" never joined collective SeqNum="), seqnum,
+        pl.lit(" in which the other "), (pl.col("_world") - pl.col("_missing").list.len()).cast(pl.String),
+        pl.lit(" ranks timed out (they reported no timeout of their own): busy elsewhere or hung"),
     ])
-    rank_zero = pl.col("_rank") == 0
+    rank_zero = pl.col("_alone") & (pl.col("_rank") == 0)
     added = new_events(
         first.with_columns(
-            pl.struct(pl.col("_rank").alias("rank"), seqnum.alias("seqnum")).struct.json_encode().alias("params"),
+            pl.struct(pl.col("_missing").alias("ranks"), seqnum.alias("seqnum")).struct.json_encode().alias("params"),
             message.alias("message"),
             pl.col("_node").alias("node"),
-            pl.col("_rank").alias("rank"),
+            pl.when(pl.col("_alone")).then(pl.col("_rank")).alias("rank"),
             began.alias("ts"),
         ).drop("gpu", "port", "caused_by"),
         events, rule_id=RULE_ID, event="straggler_rank",
@@ -105,4 +122,26 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         role=pl.when(rank_zero).then(pl.lit("root_candidate")).otherwise(pl.lit("context")),
         action=pl.when(rank_zero).then(pl.lit("fix_workload")).otherwise(pl.lit("investigate")),
     )
-    return pl.concat([events, added])
+    # The latest moment the first timeout can have been printed: a timeout line without a
+    # stamp of its own only inherited an earlier one (``ts_hi``).
+    noticed = timeouts.group_by("attempt_id").agg(pl.col("ts_hi").min().alias("_noticed"))
+    waited = first.select("attempt_id", "_node", began.alias("_began")).join(noticed, on="attempt_id")
+    return _stalls_as_roots(pl.concat([events, added]), waited)
+
+
+def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the CPU stalls (:data:`STALL_CAUSE`) each attempt's silent node
+    reported between the collective's start and its first timeout made root candidates.
+    ``waited``: per attempt, the silent node, when the collective began and when the first
+    timeout was printed."""
+    stalls = (
+        events.with_row_index("_row")
+        .filter((pl.col("cause") == STALL_CAUSE) & (pl.col("role") == "context"))
+        .select("_row", "attempt_id", "node", "ts")
+        .join(waited, left_on=["attempt_id", "node"], right_on=["attempt_id", "_node"])
+        .filter(pl.col("ts").is_between(pl.col("_began"), pl.col("_noticed")))
+    )
+    if stalls.is_empty():
+        return events
+    promoted = pl.int_range(events.height, eager=True).is_in(stalls["_row"].implode())
+    return events.with_columns(pl.when(promoted).then(pl.lit("root_candidate")).otherwise(pl.col("role")).alias("role"))

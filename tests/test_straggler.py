@@ -23,7 +23,12 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 603|603|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[7-8]|gres/gpu=4,node=2
 604|604|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[9-16]|gres/gpu=64,node=8
 605|605|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[17-18]|gres/gpu=4,node=2
+606|606|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[19-20]|gres/gpu=4,node=2
+607|607|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[21-22]|gres/gpu=4,node=2
 """
+# The kernel watchdog's report of a CPU stuck under a minute, as leptonai/gpud's matcher
+# quotes it.
+SOFT_LOCKUP = "kernel: watchdog: BUG: soft lockup - CPU#18 stuck for 27s! [python3:2254956]"
 # The watchdog line of older PyTorch, without a stamp (https://github.com/aioz-ai/GCD/issues/6).
 OLD_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: "
                "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600099 milliseconds before timing out.")
@@ -44,6 +49,13 @@ def verdicts(tmp_path_factory):
     # Unstamped: the timeouts inherit the job's first stamp, five seconds after its start.
     (logs / "slurm-605.out").write_text("0: [2026-11-20 10:00:05,000] step 1\n"
                                         + "".join(OLD_TIMEOUT.format(r=r) + "\n" for r in (1, 2, 3)))
+    # 606: both ranks of n20 never joined; n20's CPUs got stuck while the others waited.
+    # 607: the same silent node, whose CPUs got stuck only after the first timeout.
+    (logs / "slurm-606.out").write_text("".join(TIMEOUT.format(r=r) + "\n" for r in (0, 1)))
+    (logs / "n20.log").write_text(syslog("n20", ("10:29:00", "kernel: ok"), ("10:31:10", SOFT_LOCKUP),
+                                         ("10:33:30", SOFT_LOCKUP)))
+    (logs / "slurm-607.out").write_text("".join(TIMEOUT.format(r=r) + "\n" for r in (0, 1)))
+    (logs / "n22.log").write_text(syslog("n22", ("10:29:00", "kernel: ok"), ("10:40:30", SOFT_LOCKUP)))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
@@ -83,3 +95,17 @@ def test_a_collective_inferred_before_the_start_began_at_the_start(verdicts):
     v = verdicts["605"]
     assert (v["cause"], v["culprit_ranks"]) == ("workload.straggler_rank", [0])
     assert v["first_fault_ts"].isoformat() == "2026-11-20T10:00:00+00:00"
+
+
+def test_a_silent_node_whose_cpus_got_stuck_while_the_others_waited_is_the_root(verdicts):
+    v = verdicts["606"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.cpu_stall", ["n20"])
+    assert v["quality"] == "probable"  # an inference from what is missing: never definitive
+    named = [e for e in v["evidence"] if e["rule_id"] == "straggler_rank"]
+    assert [(e["node"], e["rank"], e["role"]) for e in named] == [("n20", None, "context")]
+
+
+def test_cpu_stalls_after_the_first_timeout_stay_context(verdicts):
+    v = verdicts["607"]
+    assert (v["cause"], v["culprit_nodes"]) == ("unknown.symptoms_only", [])
+    assert [e["node"] for e in v["evidence"] if e["rule_id"] == "straggler_rank"] == ["n22"]
