@@ -89,7 +89,8 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     ``root_ts``, ``domain``, ``cause``, ``root_action``, ``culprit_*`` lists, ``root_rows``
     (the ``_row`` of the culprit events), ``names_node`` (false when the culprit events'
     rules say the nodes are not at fault: ``naming`` is
-    :meth:`engine.rules.loader.RulePack.node_naming`) and ``alternatives`` (list of structs).
+    :meth:`engine.rules.loader.RulePack.node_naming`), ``alternatives`` (list of structs)
+    and ``alternative_gpus`` / ``alternative_ports`` (the competing candidates' units).
     """
     skew = timedelta(seconds=config.seconds("clock_skew"))
     tie = timedelta(seconds=config.seconds("tie_window"))
@@ -237,11 +238,19 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     after_root = below_root & (
         pl.col("same_node") | (pl.col("ts_source") == "inferred") | (pl.col("source") == "app")
     )
-    alternatives = (
+    competing = (
         rivals.filter((pl.col("domain") != pl.col("root_domain")) & ~after_root)
         .sort(["attempt_id", "ts", "node", "rule_id"], nulls_last=True)
+    )
+    # One fault the driver reports twice (XID 79 and NVRM's "fallen off the bus") is one
+    # alternative; the GPUs and ports of every rival are suspects all the same.
+    alternatives = (
+        competing.unique(["attempt_id", "domain", "cause", "node"], keep="first", maintain_order=True)
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.struct(_ALTERNATIVE_FIELDS).alias("alternatives"))
+        .join(competing.group_by("attempt_id").agg(_sorted_unique("gpu").alias("alternative_gpus"),
+                                                   _sorted_unique("port").alias("alternative_ports")),
+              on="attempt_id")
     )
     return (
         first.join(culprits, on="attempt_id", how="left")
@@ -446,8 +455,12 @@ def decide(
                 .otherwise(pl.col("culprit_nodes")),
                 empty_str,
             )).alias("culprit_nodes"),
-            only_failed(pl.col("culprit_gpus"), empty_str).alias("culprit_gpus"),
-            only_failed(pl.col("culprit_ports"), empty_str).alias("culprit_ports"),
+            *(only_failed(
+                pl.when(pl.col("ambiguous"))
+                .then(pl.concat_list(f"culprit_{unit}", f"alternative_{unit}").list.drop_nulls().list.unique().list.sort())
+                .otherwise(pl.col(f"culprit_{unit}")),
+                empty_str,
+            ).alias(f"culprit_{unit}") for unit in ("gpus", "ports")),
             only_failed(pl.col("culprit_ranks"), pl.lit([], dtype=pl.List(pl.Int32)), blames_rank).alias("culprit_ranks"),
             pl.col("affected_nodes").fill_null(empty_str),
             first_fault.alias("first_fault_ts"),

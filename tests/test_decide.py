@@ -99,14 +99,19 @@ def test_cascade_never_replaces_earlier_root_and_only_symptoms_is_insufficient()
 def test_competing_roots_in_different_domains_are_ambiguous():
     att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]})
     ev = events(
-        {"node": "n1", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10)},
+        {"node": "n1", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10), "gpu": "0000:3b:00"},
         {"node": "n2", "event": "link_down", "domain": "network", "cause": "network.link_down",
          "ts": at(10) + (at(0.05) - at(0)), "port": "mlx5_0:1"},
+        # The same port fault reported by a second rule: one alternative.
+        {"node": "n2", "event": "port_down", "domain": "network", "cause": "network.link_down",
+         "ts": at(10) + (at(0.06) - at(0)), "port": "mlx5_0:1", "rule_id": "r2", "origin": "n2:2"},
     )
     v, _ = verdict(att, ev)
     assert v["a"]["quality"] == "ambiguous"
     assert [(x["domain"], x["node"]) for x in v["a"]["alternatives"]] == [("network", "n2")]
+    # Every suspect is a culprit until ruled out: the rival's node, GPU and port too.
     assert v["a"]["culprit_nodes"] == ["n1", "n2"]
+    assert (v["a"]["culprit_gpus"], v["a"]["culprit_ports"]) == (["0000:3b:00"], ["mlx5_0:1"])
 
 
 def test_roots_far_apart_are_ordered_and_same_domain_on_two_nodes_blames_both():
