@@ -9,6 +9,7 @@ meaning depends on what happened around them, as joins within a scope and a time
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 import polars as pl
@@ -500,6 +501,43 @@ def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule], skew: timede
         # for clock skew); either may be known only within [ts, ts_hi].
         pairs.append(_pairs(candidates, root, cascade, rule.scope, window, before, skew))
     return _relabel(events, pairs, "cascade", only_roots=False)
+
+
+def relink_orphaned_cascades(
+    events: pl.DataFrame, rules: list[SuppressRule], skew: timedelta, inferred: Sequence[str] = (),
+) -> pl.DataFrame:
+    """A cascade whose root is no root candidate once every rule has run follows the
+    ``suppress`` rules again, to the roots still standing that a line reported: suppress
+    links a cascade to the earliest root in its window, and a later rule may find that one
+    no root of the attempt (a flap that had recovered long before, the previous job's fault
+    in the ``lookback``), which would leave the attempt's real root uncorroborated by the
+    cascades it caused. A root a python rule inferred (``inferred``: their rule ids) takes
+    only the cascades that rule linked itself. A cascade no standing root explains keeps
+    its link (only its role is read)."""
+    if events.is_empty() or not rules:
+        return events
+    roots = events.filter(pl.col("role") == "root_candidate").select("attempt_id", pl.col("event_id").alias("_at"))
+    events = _with_rows(events)
+    orphans = (
+        events.filter((pl.col("role") == "cascade") & pl.col("caused_by").is_not_null())
+        .select("_row", "attempt_id", pl.col("caused_by").alias("_at"))
+        .join(roots, on=["attempt_id", "_at"], how="anti")
+    )
+    if orphans.is_empty():
+        return events.drop("_row")
+    sides = [(_as_roots(rule.root), rule.cascade) for rule in rules]
+    candidates = _pair_candidates(events, sides).filter(~pl.col("rule_id").is_in(list(inferred)))
+    pairs = [
+        _pairs(candidates, root, cascade, rule.scope, timedelta(seconds=parse_duration(rule.window)),
+               timedelta(seconds=parse_duration(rule.before)), skew)
+        for rule, (root, cascade) in zip(rules, sides, strict=True)
+    ]
+    link = (
+        pl.concat(pairs).join(orphans.select("_row"), on="_row", how="semi")
+        .group_by("_row").agg(pl.col("event_id_a").sort_by(["ts_a", "event_id_a"]).first().alias("_link"))
+    )
+    caused_by = events["caused_by"].scatter(link["_row"], link["_link"]) if link.height else events["caused_by"]
+    return events.with_columns(caused_by).drop("_row")
 
 
 def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: timedelta) -> pl.DataFrame:

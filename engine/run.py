@@ -31,7 +31,8 @@ import polars as pl
 from engine.config import EngineConfig
 from engine.correlate import (
     apply_precedence, apply_suppress, attach_events, demote_outlived_prestart_roots, demote_recovered_outages,
-    demote_roots_after_the_hang, in_windows, node_day_windows, restore_orphaned_confirmations, split_launch_lines,
+    demote_roots_after_the_hang, in_windows, node_day_windows, relink_orphaned_cascades, restore_orphaned_confirmations,
+    split_launch_lines,
 )
 from engine.decide import decide, state_table
 from engine.extract import lake_events, landing_derivation
@@ -450,7 +451,8 @@ def correlate(
     """The correlated events of ``attempts``: each event attached to the attempts it can
     explain (plus the scheduler's record of each), then re-labelled by the pack's suppress,
     precedence and python rules (``history``: past events for those); a confirmation whose
-    preferred event ended up no root is a root candidate again. ``launches``: slurmd's
+    preferred event ended up no root is a root candidate again, and a cascade whose root ended
+    up none follows the suppress rules to the roots still standing. ``launches``: slurmd's
     launch lines if already split off ``events``, as for :func:`engine.correlate.attach_events`."""
     scheduler = state_events(attempts, pack).select(events.columns).cast(events.schema)
     correlated = attach_events(
@@ -463,7 +465,8 @@ def correlate(
     correlated = demote_roots_after_the_hang(correlated)
     correlated = demote_outlived_prestart_roots(correlated, timedelta(seconds=config.seconds("fail_at_once")), skew)
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())
-    return restore_orphaned_confirmations(run_python_rules(correlated, pack.python, context))
+    correlated = restore_orphaned_confirmations(run_python_rules(correlated, pack.python, context))
+    return relink_orphaned_cascades(correlated, pack.suppress, skew, [loaded.rule.id for loaded in pack.python])
 
 
 def without_idle_addresses(events: pl.DataFrame) -> pl.DataFrame:

@@ -1,8 +1,9 @@
 """A port that flapped and came back long before an attempt started failing is not its root,
 whatever else the attempt's nodes printed around it: the job that ran there before (its
 processes torn down with XID 45 on another node, in this attempt's ``lookback``) does not
-make the attempt start failing before it started, and NCCL errors printed long after the
-link came back are another fault's, not the flap's. Real lines, landed through the Slurm
+make the attempt start failing before it started, NCCL errors printed long after the link
+came back are another fault's, not the flap's, and the watchdog timeouts first linked to
+the flap corroborate the root that stands instead. Real lines, landed through the Slurm
 connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ XID_45 = "kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 830|830|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T12:00:00|k[1-2]|gres/gpu=16,node=2
 831|831|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:40:00|k[3-5]|gres/gpu=24,node=3
+832|832|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|k[6-7]|gres/gpu=16,node=2
 """
+# The watchdog line as PyTorch prints it (https://github.com/hiyouga/LlamaFactory/issues/6269),
+# for rank {r} at 10:15: its collective hung at 10:05.
+TIMEOUT = ("{r}: [rank{r}]:[E1120 10:15:00.755262105 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
+           "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
+           "for 600099 milliseconds before timing out.")
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +52,13 @@ def verdicts(tmp_path_factory):
         f"0: [2026-11-20 10:27:50,000] {ITERATION}\n"
         + "".join(retry_exceeded(*r) + "\n" for r in [(3, "k3", "10.22.0.5"), (11, "k4", "10.22.0.5")])
     )
+    # 832: k6's port flapped at 09:50, before the job; k7's GPU fell off the bus at 10:05 and
+    # k6's ranks timed out on it ten minutes later.
+    (logs / "k6.log").write_text(syslog("k6", ("09:50:00", LINK_DOWN), ("09:50:05", LINK_UP), ("10:10:00", "kernel: ok")))
+    (logs / "k7.log").write_text(syslog("k7", ("09:55:00", "kernel: ok"), ("10:05:00", f"kernel: {XID_79}")))
+    (logs / "slurm-832.out").write_text(
+        f"0: [2026-11-20 10:04:00,000] {ITERATION}\n" + "".join(TIMEOUT.format(r=r) + "\n" for r in range(8))
+    )
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -57,3 +71,9 @@ def test_the_previous_jobs_teardown_does_not_make_an_attempt_fail_before_it_star
 def test_nccl_errors_long_after_a_flap_recovered_do_not_revive_it(verdicts):
     v = verdicts["831"]
     assert (v["domain"], v["culprit_nodes"]) == ("network", ["k5"])
+
+
+def test_cascades_of_a_demoted_flap_corroborate_the_root_that_stands(verdicts):
+    v = verdicts["832"]
+    assert (v["cause"], v["culprit_nodes"], v["quality"]) == ("gpu.fallen_off_bus", ["k7"], "definitive")
+    assert role_of(v, "fabric.mlx5_link_state") == "context"
