@@ -52,6 +52,15 @@ XID_79 = "NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
 ALIVE = "systemd[1]: Started Session c2 of user root."
 
 
+def watchdog_timeout(rank: int, clock: str) -> str:
+    """PyTorch's NCCL watchdog line of ``rank`` behind its ``srun --label`` task id, stamped
+    ``clock`` (HH:MM:SS) on 2026-11-20, as hiyouga/LlamaFactory#6269 shows it: the collective
+    timed out after 600 s, so it began ten minutes before ``clock``."""
+    return (f"{rank}: [rank{rank}]:[E1120 {clock}.755262105 ProcessGroupNCCL.cpp:607] [Rank {rank}] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+            "Timeout(ms)=600000) ran for 600099 milliseconds before timing out.")
+
+
 def syslog(node: str, *lines: tuple[str, str]) -> str:
     """rsyslog ISO lines of ``node`` on 2026-11-20: one per ``(HH:MM:SS, message)``."""
     return "".join(f"2026-11-20T{clock}.000000+00:00 {node} {message}\n" for clock, message in lines)

@@ -12,7 +12,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job
+from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job, watchdog_timeout
 from tests.test_ib_peer import retry_exceeded
 
 # https://github.com/leptonai/gpud/pull/1209 (an IB port's flap, down then back up)
@@ -26,11 +26,6 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 831|831|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:40:00|k[3-5]|gres/gpu=24,node=3
 832|832|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|k[6-7]|gres/gpu=16,node=2
 """
-# The watchdog line as PyTorch prints it (https://github.com/hiyouga/LlamaFactory/issues/6269),
-# for rank {r} at 10:15: its collective hung at 10:05.
-TIMEOUT = ("{r}: [rank{r}]:[E1120 10:15:00.755262105 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
-           "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
-           "for 600099 milliseconds before timing out.")
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +52,7 @@ def verdicts(tmp_path_factory):
     (logs / "k6.log").write_text(syslog("k6", ("09:50:00", LINK_DOWN), ("09:50:05", LINK_UP), ("10:10:00", "kernel: ok")))
     (logs / "k7.log").write_text(syslog("k7", ("09:55:00", "kernel: ok"), ("10:05:00", f"kernel: {XID_79}")))
     (logs / "slurm-832.out").write_text(
-        f"0: [2026-11-20 10:04:00,000] {ITERATION}\n" + "".join(TIMEOUT.format(r=r) + "\n" for r in range(8))
+        f"0: [2026-11-20 10:04:00,000] {ITERATION}\n" + "".join(watchdog_timeout(r, "10:15:00") + "\n" for r in range(8))
     )
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 

@@ -10,7 +10,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ALIVE, BOOT, ITERATION, role_of, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, BOOT, ITERATION, role_of, syslog, verdicts_by_job, watchdog_timeout
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 700|700|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[1-2]|gres/gpu=16,node=2
@@ -23,11 +23,6 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 """
 # tree_stall.h's report, as cilium/tetragon#328 shows it
 RCU_STALL = "kernel: [  103.087243] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"
-# The watchdog line as PyTorch prints it (https://github.com/hiyouga/LlamaFactory/issues/6269),
-# for rank {r} at 08:12: its collective hung at 08:02.
-TIMEOUT = ("{r}: [rank{r}]:[E1120 08:12:00.755262105 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
-           "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
-           "for 600099 milliseconds before timing out.")
 # NCCL's retry-exceeded report of a survivor, as test_files_parsers has it, naming the lost node.
 RETRY_EXCEEDED = ("{r}: {node}:3468:3905 [3] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion from peer "
                   "10.216.210.236<54862> with status=12 opcode=32616 len=0 vendor err 129 (Recv)")
@@ -74,7 +69,7 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-706.out").write_text(
         f"0: [2026-11-20 08:10:00,000] {ITERATION}\n"
         + "".join(RETRY_EXCEEDED.format(r=r, node=node) + "\n" for r, node in ((3, "n13"), (19, "n15")))
-        + "".join(TIMEOUT.format(r=r) + "\n" for r in (0, 1, 16, 17))
+        + "".join(watchdog_timeout(r, "08:12:00") + "\n" for r in (0, 1, 16, 17))
         + "srun: error: Node failure on n14\n"
     )
     # Landed the way its file names no host: `--node` the controller.

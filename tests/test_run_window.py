@@ -15,22 +15,26 @@ from ingest.files import land_log_files
 from ingest.lake import Lake
 from ingest.static import land_static_context
 
+# Line shape of a real XID 79 (NVIDIA open-gpu-kernel-modules#1150).
+XID_79 = "kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus."
 
-def test_long_attempt_sees_the_fault_of_its_first_day(tmp_path):
+
+def _lake(tmp_path, attempts: str, node: str, stamp: str) -> Lake:
+    """A lake holding the static context ``attempts`` (YAML items of cluster ``c``) and
+    ``node``'s rsyslog ISO log of one XID 79 at ``stamp``."""
     lake = Lake(tmp_path / "lake")
     context = tmp_path / "ctx.yaml"
-    context.write_text(
-        "cluster: c\nattempts:\n  - job_id: '9'\n    start: 2026-11-25T08:00:00Z\n"
-        "    end: 2026-11-28T02:00:00Z\n    state: FAILED\n    exit_code: '1:0'\n    nodes: 'n[1-2]'\n"
-    )
+    context.write_text(f"cluster: c\nattempts:\n{attempts}")
     land_static_context(lake, context)
-    syslog = tmp_path / "n2.log"
-    # Line shape of a real XID 79 (NVIDIA open-gpu-kernel-modules#1150), rsyslog ISO stamp.
-    syslog.write_text(
-        "2026-11-25T09:00:00.000000+00:00 n2 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
-        "name=<unknown>, GPU has fallen off the bus.\n"
-    )
+    syslog = tmp_path / f"{node}.log"
+    syslog.write_text(f"{stamp} {node} {XID_79}\n")
     land_log_files(lake, [syslog], cluster="c", source="syslog")
+    return lake
+
+
+def test_long_attempt_sees_the_fault_of_its_first_day(tmp_path):
+    lake = _lake(tmp_path, "  - job_id: '9'\n    start: 2026-11-25T08:00:00Z\n    end: 2026-11-28T02:00:00Z\n"
+                 "    state: FAILED\n    exit_code: '1:0'\n    nodes: 'n[1-2]'\n", "n2", "2026-11-25T09:00:00.000000+00:00")
     summary = run_attribution(lake, date(2026, 11, 28), date(2026, 11, 28))
     verdict = summary.verdicts.row(0, named=True)
     assert (verdict["cause"], verdict["culprit_nodes"]) == ("gpu.fallen_off_bus", ["n2"])
@@ -79,22 +83,14 @@ def test_a_window_wider_than_the_lake_reads_what_a_tight_one_does(tmp_path, sinc
     """A run visited every day of its window: ``--since 1900-01-01 --until 2999-12-31`` read
     400,000 days. Narrowed to the lake's attempts, it reads the days a window tight around
     them reads, and gives their verdicts."""
-    lake = Lake(tmp_path / "lake")
-    context = tmp_path / "ctx.yaml"
-    context.write_text(
-        "cluster: c\nattempts:\n"
+    lake = _lake(
+        tmp_path,
         "  - job_id: '1'\n    start: 2026-11-25T08:00:00Z\n    end: 2026-11-25T10:00:00Z\n"
         "    state: FAILED\n    exit_code: '1:0'\n    nodes: n1\n"
         "  - job_id: '2'\n    start: 2026-11-27T04:00:00Z\n    end: 2026-11-27T05:00:00Z\n"
-        "    state: COMPLETED\n    exit_code: '0:0'\n    nodes: n2\n"
+        "    state: COMPLETED\n    exit_code: '0:0'\n    nodes: n2\n",
+        "n1", "2026-11-25T09:00:00.000000+00:00",
     )
-    land_static_context(lake, context)
-    syslog = tmp_path / "n1.log"
-    syslog.write_text(
-        "2026-11-25T09:00:00.000000+00:00 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
-        "name=<unknown>, GPU has fallen off the bus.\n"
-    )
-    land_log_files(lake, [syslog], cluster="c", source="syslog")
 
     def run(first: date, last: date) -> tuple[pl.DataFrame, list[str]]:
         said: list[str] = []
@@ -112,19 +108,8 @@ def test_a_window_wider_than_the_lake_reads_what_a_tight_one_does(tmp_path, sinc
 def test_a_window_without_attempts_is_narrowed_to_the_logs_it_holds(tmp_path):
     """A run over days no attempt ended on attributes nothing but still rewrites the events
     of their logs, which trend queries read: such a window narrows to the lake's logs."""
-    lake = Lake(tmp_path / "lake")
-    context = tmp_path / "ctx.yaml"
-    context.write_text(
-        "cluster: c\nattempts:\n  - job_id: '1'\n    start: 2026-11-25T08:00:00Z\n"
-        "    end: 2026-11-25T10:00:00Z\n    state: COMPLETED\n    nodes: n1\n"
-    )
-    land_static_context(lake, context)
-    syslog = tmp_path / "n1.log"
-    syslog.write_text(
-        "2026-12-02T09:00:00.000000+00:00 n1 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
-        "name=<unknown>, GPU has fallen off the bus.\n"
-    )
-    land_log_files(lake, [syslog], cluster="c", source="syslog")
+    lake = _lake(tmp_path, "  - job_id: '1'\n    start: 2026-11-25T08:00:00Z\n    end: 2026-11-25T10:00:00Z\n"
+                 "    state: COMPLETED\n    nodes: n1\n", "n1", "2026-12-02T09:00:00.000000+00:00")
     assert run_window(lake, date(1900, 1, 1), date(2999, 12, 31)) == (date(2026, 11, 25), date(2026, 11, 25))
     assert run_window(lake, date(2026, 11, 28), date(2999, 12, 31)) == (date(2026, 12, 2), date(2026, 12, 2))
     assert run_window(lake, date(2027, 1, 1), date(2999, 12, 31)) == (date(2027, 1, 1), date(2027, 1, 1))

@@ -8,13 +8,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import XID_79, syslog, verdicts_by_job
-
-# The watchdog line as PyTorch prints it (https://github.com/hiyouga/LlamaFactory/issues/6269),
-# for rank {r}.
-TIMEOUT = ("{r}: [rank{r}]:[E1120 10:40:00.755262105 ProcessGroupNCCL.cpp:607] [Rank {r}] Watchdog caught collective "
-           "operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran "
-           "for 600099 milliseconds before timing out.")
+from tests.end_to_end import XID_79, syslog, verdicts_by_job, watchdog_timeout
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 600|600|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[1-2]|gres/gpu=4,node=2
@@ -40,21 +34,21 @@ def verdicts(tmp_path_factory):
     logs = root / "logs"
     logs.mkdir()
     for job, ranks in (("600", (1, 2, 3)), ("601", (2, 3)), ("602", (1, 2, 3)), ("603", (0, 1, 3))):
-        (logs / f"slurm-{job}.out").write_text("".join(TIMEOUT.format(r=r) + "\n" for r in ranks))
+        (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in ranks))
     # 63 of 64 ranks, each having waited its own few milliseconds longer (as real ranks do,
     # so no two lines fold into one): more reports than the evidence keeps.
     (logs / "slurm-604.out").write_text("".join(
-        TIMEOUT.format(r=r).replace("600099", str(600100 + r)) + "\n" for r in range(64) if r != 37))
+        watchdog_timeout(r, "10:40:00").replace("600099", str(600100 + r)) + "\n" for r in range(64) if r != 37))
     (logs / "n6.log").write_text(syslog("n6", ("10:29:00", f"kernel: {XID_79}")))
     # Unstamped: the timeouts inherit the job's first stamp, five seconds after its start.
     (logs / "slurm-605.out").write_text("0: [2026-11-20 10:00:05,000] step 1\n"
                                         + "".join(OLD_TIMEOUT.format(r=r) + "\n" for r in (1, 2, 3)))
     # 606: both ranks of n20 never joined; n20's CPUs got stuck while the others waited.
     # 607: the same silent node, whose CPUs got stuck only after the first timeout.
-    (logs / "slurm-606.out").write_text("".join(TIMEOUT.format(r=r) + "\n" for r in (0, 1)))
+    (logs / "slurm-606.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
     (logs / "n20.log").write_text(syslog("n20", ("10:29:00", "kernel: ok"), ("10:31:10", SOFT_LOCKUP),
                                          ("10:33:30", SOFT_LOCKUP)))
-    (logs / "slurm-607.out").write_text("".join(TIMEOUT.format(r=r) + "\n" for r in (0, 1)))
+    (logs / "slurm-607.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
     (logs / "n22.log").write_text(syslog("n22", ("10:29:00", "kernel: ok"), ("10:40:30", SOFT_LOCKUP)))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
