@@ -516,17 +516,21 @@ def relink_orphaned_cascades(
     its link (only its role is read)."""
     if events.is_empty() or not rules:
         return events
-    roots = events.filter(pl.col("role") == "root_candidate").select("attempt_id", pl.col("event_id").alias("_at"))
-    events = _with_rows(events)
+    # Narrow frames: the wide rows are never gathered for this check.
+    narrow = events.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), "attempt_id", "event_id", "role",
+                           "caused_by")
+    roots = narrow.filter(pl.col("role") == "root_candidate").select("attempt_id", pl.col("event_id").alias("_at"))
     orphans = (
-        events.filter((pl.col("role") == "cascade") & pl.col("caused_by").is_not_null())
+        narrow.filter((pl.col("role") == "cascade") & pl.col("caused_by").is_not_null())
         .select("_row", "attempt_id", pl.col("caused_by").alias("_at"))
         .join(roots, on=["attempt_id", "_at"], how="anti")
     )
     if orphans.is_empty():
-        return events.drop("_row")
+        return events
     sides = [(_as_roots(rule.root), rule.cascade) for rule in rules]
-    candidates = _pair_candidates(events, sides).filter(~pl.col("rule_id").is_in(list(inferred)))
+    # Only the attempts with orphans are paired again (few: most roots stand).
+    concerned = _with_rows(events).filter(pl.col("attempt_id").is_in(orphans["attempt_id"].unique().implode()))
+    candidates = _pair_candidates(concerned, sides).filter(~pl.col("rule_id").is_in(list(inferred)))
     pairs = [
         _pairs(candidates, root, cascade, rule.scope, timedelta(seconds=parse_duration(rule.window)),
                timedelta(seconds=parse_duration(rule.before)), skew)
@@ -536,8 +540,9 @@ def relink_orphaned_cascades(
         pl.concat(pairs).join(orphans.select("_row"), on="_row", how="semi")
         .group_by("_row").agg(pl.col("event_id_a").sort_by(["ts_a", "event_id_a"]).first().alias("_link"))
     )
-    caused_by = events["caused_by"].scatter(link["_row"], link["_link"]) if link.height else events["caused_by"]
-    return events.with_columns(caused_by).drop("_row")
+    if link.is_empty():
+        return events
+    return events.with_columns(events["caused_by"].scatter(link["_row"], link["_link"]))
 
 
 def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: timedelta) -> pl.DataFrame:
