@@ -66,12 +66,15 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         # CUDA error a contained ECC error caused), or its end.
         others = pl.col("role").is_in(["root_candidate", "confirmation"]) & ~bound
         failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), others)
-        events = events.join(failing, on="attempt_id", how="left", maintain_order="left")
-        demoted = demoted | (during & (pl.col("_failing") > pl.col("ts") + OUTLIVED).fill_null(False))
-    return (
-        events.with_columns(pl.when(demoted).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
-        .drop("_failing", strict=False)
-    )
+        # A narrow frame joins the failing times: the wide rows are not copied for a mask.
+        outlived = (
+            events.select("attempt_id", "ts", during.alias("_during"))
+            .join(failing, on="attempt_id", how="left", maintain_order="left")
+            .select(pl.col("_during") & (pl.col("_failing") > pl.col("ts") + OUTLIVED).fill_null(False))
+            .to_series()
+        )
+        demoted = demoted | outlived
+    return events.with_columns(pl.when(demoted).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
 
 
 def _claimed_by_another(events: pl.DataFrame, bound: pl.Expr) -> pl.Series:
