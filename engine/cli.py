@@ -195,7 +195,7 @@ def ingest_slurm(
     """Land attempts from Slurm accounting: saved sacct output, or one live sacct call."""
     from ingest.connectors import record_ingest, run_connector
     from ingest.connectors.base import FetchWindow
-    from ingest.connectors.slurm import SlurmConnector, SlurmOptions
+    from ingest.connectors.slurm import SlurmConnector, SlurmOptions, local_timezone
     from ingest.lake import Lake
 
     if bool(sacct_file) == bool(since or until):
@@ -210,6 +210,32 @@ def ingest_slurm(
     target = Lake(lake)
     report = run_connector(target, SlurmConnector(options, cluster), window)
     record_ingest(target, window, [report])
+    if not _print_connector_reports([report]):
+        raise typer.Exit(1)
+    if timezone_name is None:
+        # The Slurm host's zone is guessed: say which, since every window moves with it.
+        err.print(f"sacct times read as {local_timezone()} (this machine's zone); give --timezone for the Slurm host's")
+
+
+@ingest_app.command("topology")
+@handle_errors
+def ingest_topology(
+    lake: LakeOpt,
+    cluster: Annotated[str, typer.Option("--cluster", help="Cluster the topology belongs to.")],
+    hca_ports: Annotated[
+        Path | None, typer.Option("--hca-ports", help="CSV/YAML: node, hca, port, switch, switch_port.")
+    ] = None,
+    gpus: Annotated[Path | None, typer.Option("--gpus", help="CSV/YAML: node, gpu, pci.")] = None,
+    ibnetdiscover: Annotated[Path | None, typer.Option("--ibnetdiscover", help="ibnetdiscover output.")] = None,
+) -> None:
+    """Land the fabric topology (host port ↔ switch port, GPU index ↔ PCI address): it has no
+    day, and landing it again replaces its rows by key."""
+    from ingest.connectors import run_connector
+    from ingest.connectors.topology import TopologyConnector, TopologyOptions
+    from ingest.lake import Lake
+
+    options = TopologyOptions(hca_ports_file=hca_ports, gpus_file=gpus, ibnetdiscover_file=ibnetdiscover)
+    report = run_connector(Lake(lake), TopologyConnector(options, cluster), None)
     if not _print_connector_reports([report]):
         raise typer.Exit(1)
 
@@ -277,7 +303,7 @@ def run(
     lake: LakeOpt,
     day: Annotated[str | None, typer.Option("--day", help="Attribute attempts that ended on this UTC day.")] = None,
     since: Annotated[str | None, typer.Option("--since", help="First UTC day of the window.")] = None,
-    until: Annotated[str | None, typer.Option("--until", help="Last UTC day of the window.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Last UTC day of the window (included).")] = None,
     cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Only these clusters.")] = None,
     show: Annotated[int, typer.Option("--show", help="Failed attempts to list (the latest); the JSON has all.", min=0)] = 50,
     json_out: JsonOpt = False,
@@ -498,14 +524,18 @@ def report(
 @handle_errors
 def results(
     lake: LakeOpt,
-    day: Annotated[str, typer.Option("--day", help="UTC day of the attempts' end.")],
+    day: Annotated[str | None, typer.Option("--day", help="UTC day of the attempts' end.")] = None,
+    since: Annotated[str | None, typer.Option("--since", help="First UTC day of the attempts' end.")] = None,
+    until: Annotated[str | None, typer.Option("--until", help="Last UTC day of the attempts' end (included).")] = None,
     fmt: Annotated[str, typer.Option("--format", help="Export format (jsonl).")] = "jsonl",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="Write here instead of stdout.")] = None,
 ) -> None:
-    """Export one day's verdicts for incident systems (schema: schemas/verdict.schema.json)."""
+    """Export the verdicts of a day or a window of days for incident systems (schema:
+    schemas/verdict.schema.json)."""
     from engine.export import export_results
 
-    text = export_results(lake, _parse_day(day, "--day"), fmt)
+    first, last = _day_window(_parse_day(day, "--day"), _parse_day(since, "--since"), _parse_day(until, "--until"))
+    text = export_results(lake, first, fmt, until=last)
     if output:
         output.write_text(text)
         err.print(f"{text.count(chr(10))} verdicts written to {output}")

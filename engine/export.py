@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from ingest.lake import Lake
+from ingest.lake import Lake, days_between
 from ingest.schema import Verdict
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "verdict.schema.json"
@@ -27,22 +27,24 @@ def verdict_json_schema() -> str:
     return json.dumps(Verdict.model_json_schema(), indent=2, sort_keys=True) + "\n"
 
 
-def day_results(lake: Path, day: date) -> pl.DataFrame:
-    """Every verdict of attempts that ended on ``day`` (UTC), all clusters, in a stable order."""
+def day_results(lake: Path, day: date, until: date | None = None) -> pl.DataFrame:
+    """Every verdict of attempts that ended on ``day`` (UTC; through ``until`` when given),
+    all clusters, in a stable order."""
     return (
-        Lake(lake).scan("results", days=[day]).collect()
+        Lake(lake).scan("results", days=days_between(day, until or day)).collect()
         .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
     )
 
 
-def export_results(lake: Path, day: date, fmt: str = "jsonl") -> str:
-    """The verdicts of ``day`` as text in ``fmt`` (``jsonl``: one verdict per line).
+def export_results(lake: Path, day: date, fmt: str = "jsonl", until: date | None = None) -> str:
+    """The verdicts of ``day`` (through ``until`` when given) as text in ``fmt``
+    (``jsonl``: one verdict per line).
 
-    Raises ``ValueError`` for an unknown format; a day without verdicts gives an empty string.
+    Raises ``ValueError`` for an unknown format; days without verdicts give an empty string.
     """
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format '{fmt}' — use one of {', '.join(EXPORT_FORMATS)}")
-    frame = day_results(lake, day)
+    frame = day_results(lake, day, until)
     fields = [c for c in Verdict.model_fields if c in frame.columns]
     lines = [
         json.dumps(Verdict.model_validate(row).model_dump(mode="json"), sort_keys=True) + "\n"

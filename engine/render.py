@@ -79,7 +79,7 @@ def print_explanation(console: Console, verdict: dict) -> None:
     order with its node, rank, role and provenance, then a per-node roll-up."""
     v = verdict
     console.print(f"[bold]{escape(v['attempt_id'])}[/bold]  job {escape(v['job_id'])} on {escape(v['cluster'])}  "
-                  f"state [bold]{v['state']}[/bold]  {_short(v['start_ts'])} → {_short(v['end_ts'])}")
+                  f"state [bold]{v['state']}[/bold]  {_short(v['start_ts'])} → {_short(v['end_ts'])} UTC")
     quality = Text(v["quality"], style=QUALITY_STYLE.get(v["quality"], ""))
     console.print(Text.assemble("verdict: ", (v["domain"], "bold"), " / ", (v["cause"], "bold"),
                                 "  quality ", quality, f"  responsibility {v['responsibility']}"))
@@ -99,7 +99,7 @@ def print_explanation(console: Console, verdict: dict) -> None:
     for c in missing:
         console.print(f"  coverage gap: {c['source']}: {c['error']}", style="red", markup=False)
     table = Table(title="evidence timeline")
-    for name in ("time", "node", "rank", "role", "event", "message", "origin"):
+    for name in ("time (UTC)", "node", "rank", "role", "event", "message", "origin"):
         table.add_column(name, overflow="fold")
     for e in v["evidence"]:
         count = f" ×{e['count']}" if e["count"] and e["count"] > 1 else ""

@@ -53,6 +53,10 @@ def test_export_has_one_valid_verdict_per_attempt_of_the_day(sample_lake):
             assert list(record) == sorted(record), "keys are sorted so exports diff cleanly"
         total += len(lines)
     assert total == 20  # every sample attempt, each exported on its end day
+    # A window of days exports what its days export, in the same order.
+    window = export_results(sample_lake.root, DAYS[0], until=DAYS[1])
+    ordered = sorted(window.splitlines(), key=lambda line: json.loads(line)["day"])
+    assert ordered == window.splitlines() and len(ordered) == 20
 
 
 def test_export_carries_the_evidence_of_a_failure(sample_lake):

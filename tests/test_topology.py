@@ -107,3 +107,19 @@ def test_registered_connector_runs_into_the_lake(tmp_path):
     connector = cls(cls.Options(ibnetdiscover_file=FIXTURES / "ibnetdiscover.txt"), cluster="c1")
     report = run_connector(Lake(tmp_path / "lake"), connector, None)
     assert report.ok and report.tables == {"topology": 3} and report.fetched == 3
+
+
+def test_the_cli_lands_topology_files_and_says_what_is_missing(tmp_path):
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    lake = tmp_path / "lake"
+    args = ["ingest", "topology", "--lake", str(lake), "--cluster", "c1"]
+    result = CliRunner().invoke(app, [*args, "--hca-ports", str(FIXTURES / "hca_ports.csv"),
+                                      "--gpus", str(FIXTURES / "gpus.yaml")])
+    assert result.exit_code == 0, result.output
+    rows = Lake(lake).scan("topology").collect()
+    assert set(rows["kind"]) == {"hca_port", "gpu"} and (rows["cluster"] == "c1").all()
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and "no file given" in result.output
