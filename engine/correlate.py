@@ -652,10 +652,13 @@ was already running (a large all-reduce takes seconds) when the fault struck."""
 GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
 """The domains of a GPU's own faults (:func:`demote_roots_after_the_hang`)."""
 
-NOTICED_LATE = ("host.node_failure",)
-"""Causes whose reports are stamped when the scheduler noticed the fault, not when it
-happened: Slurm reports a node that fell silent only after ``SlurmdTimeout`` (300 s by
-default), often after the peers' NCCL watchdogs fired (:func:`demote_roots_after_the_hang`)."""
+NOTICED_LATE = ("host.node_failure", "storage.filesystem_unavailable")
+"""Causes whose reports are stamped when a timeout ran out, not when the fault began
+(:func:`demote_roots_after_the_hang`): Slurm reports a node that fell silent only after
+``SlurmdTimeout`` (300 s by default), often after the peers' NCCL watchdogs fired; a
+Lustre client reports its lost target after an RPC timeout (100 s and more), an NFS client
+its server after the major timeout (about 180 s with the default ``timeo`` and
+``retrans``), while the rank writing the checkpoint has been stuck all along."""
 
 
 def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
@@ -672,9 +675,9 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
     another node's, or none) stays: that rank is the one the others waited for, and its
     GPU failing is why, whatever the node's clock says (one running minutes ahead, with no
-    launch line to place it, stamps the fault after the hang began). Nor does a report of a
-    node the scheduler lost (:data:`NOTICED_LATE`): it dates the scheduler's notice, and
-    the node fell silent before it."""
+    launch line to place it, stamps the fault after the hang began). Nor does a report made
+    when a timeout ran out (:data:`NOTICED_LATE`: a node the scheduler lost, a filesystem
+    that stopped answering): it dates the notice, and the fault began before it."""
     if events.is_empty():
         return events
     # Narrow frames: only a few rows report a timeout, and only root candidates can move.

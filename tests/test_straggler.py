@@ -19,7 +19,11 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 605|605|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[17-18]|gres/gpu=4,node=2
 606|606|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[19-20]|gres/gpu=4,node=2
 607|607|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[21-22]|gres/gpu=4,node=2
+608|608|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[23-24]|gres/gpu=4,node=2
 """
+# The NFS client's report of a server that stopped answering (kangear/tiny210v2-uboot#5),
+# printed once its major timeout ran out.
+NFS_DOWN = "kernel: nfs: server 192.168.1.229 not responding, still trying"
 # The kernel watchdog's report of a CPU stuck under a minute, as leptonai/gpud's matcher
 # quotes it.
 SOFT_LOCKUP = "kernel: watchdog: BUG: soft lockup - CPU#18 stuck for 27s! [python3:2254956]"
@@ -50,6 +54,11 @@ def verdicts(tmp_path_factory):
                                          ("10:33:30", SOFT_LOCKUP)))
     (logs / "slurm-607.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
     (logs / "n22.log").write_text(syslog("n22", ("10:29:00", "kernel: ok"), ("10:40:30", SOFT_LOCKUP)))
+    # 608: rank 0 writes a checkpoint to an NFS server that stopped answering at 10:30; the
+    # clients report it when their major timeout runs out, three minutes later.
+    (logs / "slurm-608.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3)))
+    for node in ("n23", "n24"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:33:00", NFS_DOWN)))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
@@ -103,3 +112,10 @@ def test_cpu_stalls_after_the_first_timeout_stay_context(verdicts):
     v = verdicts["607"]
     assert (v["cause"], v["culprit_nodes"]) == ("unknown.symptoms_only", [])
     assert [e["node"] for e in v["evidence"] if e["rule_id"] == "straggler_rank"] == ["n22"]
+
+
+def test_a_filesystem_reported_lost_after_its_timeout_is_the_hangs_root(verdicts):
+    """The clients report the server minutes after the checkpoint write hung: not a fault
+    that came too late to have hung the job, and not rank 0's own code."""
+    v = verdicts["608"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.filesystem_unavailable", [])
