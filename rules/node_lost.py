@@ -17,6 +17,14 @@ Slurm's own "DUE TO NODE FAILURE" line in the job output names only the node it 
 on, if any; where that line named none, it becomes a confirmation of the node found. The
 boots and stalls are looked up among the attempt's own events and the lake's past events
 (``context.history``), since a reboot usually comes after the attempt's window closed.
+
+A node can die before Slurm notices: its peers' NCCL connections to it give up within
+seconds (``NET/IB … retry`` errors naming its address), the job fails, and sacct says
+FAILED, not NODE_FAIL. The shared end of those connections that reported nothing itself
+(``ib_peer.py``'s root for it) and booted again within :data:`REBOOT_SOON` of the attempt's
+end crashed or lost power, its log lost with it: it gets the same ``host`` root, at the
+moment the peers noticed, and the fabric root becomes its confirmation. A later boot is
+more likely an operator's, after whatever else was wrong.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -34,6 +42,11 @@ CAUSES = (("host.node_failure", "host", "root_candidate", "host.node_lost"),)
 BOOT_EVENT = "host.node_boot"
 REBOOT_WITHIN = timedelta(hours=2)
 """How long after a NODE_FAIL attempt ended a boot of one of its nodes still names it."""
+REBOOT_SOON = timedelta(minutes=30)
+"""How soon after an attempt ended the silent shared end of its failing connections booted
+again for its death to be the cause (a crashed node's watchdog or BMC restarts it)."""
+SILENT_END_EVENT = "network.ib_common_peer"
+"""``ib_peer.py``'s root for the node every failing connection names, which reported nothing."""
 STALL_EVENTS = ["host.rcu_stall", "host.soft_lockup"]
 """Kernel reports of a stalled CPU: during a NODE_FAIL attempt they name their node."""
 HISTORY_EVENTS = (BOOT_EVENT, *STALL_EVENTS)
@@ -42,7 +55,9 @@ HISTORY_EVENTS = (BOOT_EVENT, *STALL_EVENTS)
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Add a ``host.node_failure`` root for each node that booted after, or reported a CPU
-    stall during, a rootless NODE_FAIL attempt (see the module docstring)."""
+    stall during, a rootless NODE_FAIL attempt, and for the silent shared end of an
+    attempt's failing connections that booted soon after it (see the module docstring)."""
+    events = _silent_end_rebooted(events, context)
     lost = context.attempts.filter(pl.col("state") == "node_fail")
     if lost.is_empty():
         return events
@@ -90,4 +105,40 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     links = events.filter(unnamed & (pl.col("role") == "root_candidate")).select("attempt_id", "event_id").join(
         first, on="attempt_id"
     )
+    return pl.concat([link_to_roots(events, links, "confirmation"), added])
+
+
+def _silent_end_rebooted(events: pl.DataFrame, context) -> pl.DataFrame:
+    """``events`` with a ``host.node_failure`` root added for each silent shared end
+    (:data:`SILENT_END_EVENT`) that booted between its attempt's start and
+    :data:`REBOOT_SOON` after its end, that end's fabric root made its confirmation."""
+    ends = events.filter((pl.col("event") == SILENT_END_EVENT) & (pl.col("role") == "root_candidate"))
+    if ends.is_empty():
+        return events
+    boots = known_events(events, context, [BOOT_EVENT], ["cluster", "node", "ts"]).rename({"ts": "_boot"})
+    found = (
+        ends.join(boots, on=["cluster", "node"])
+        .filter((pl.col("_boot") > pl.col("start_ts")) & (pl.col("_boot") <= pl.col("end_ts") + REBOOT_SOON))
+        .sort("event_id", "_boot")
+        .unique("event_id", keep="first", maintain_order=True)
+    )
+    if found.is_empty():
+        return events
+    message = pl.concat_str([
+        pl.lit("node "), pl.col("node"), pl.lit(" stopped answering: every failing connection of the attempt names it, it "
+                                                 "reported nothing itself, and it booted again at "),
+        pl.col("_boot").dt.strftime("%Y-%m-%dT%H:%M:%SZ"), pl.lit(": it lost power, hung or crashed"),
+    ])
+    added = new_events(
+        found.with_columns(
+            message.alias("message"),
+            pl.struct(pl.col("_boot").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ").alias("booted")).struct.json_encode()
+            .alias("params"),
+            pl.lit("inferred").alias("ts_source"),
+        ).drop("event", "event_id", "rule_id", "domain", "cause", "role", "action", "caused_by", "_boot"),
+        events, rule_id=RULE_ID, event="host.node_lost", domain="host", cause="host.node_failure",
+        role="root_candidate", action="check_host",
+    )
+    links = found.select("attempt_id", "event_id").join(
+        added.select("attempt_id", pl.col("event_id").alias("_root")), on="attempt_id")
     return pl.concat([link_to_roots(events, links, "confirmation"), added])

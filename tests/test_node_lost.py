@@ -11,6 +11,7 @@ from datetime import date
 import pytest
 
 from tests.end_to_end import ALIVE, BOOT, ITERATION, role_of, syslog, verdicts_by_job, watchdog_timeout
+from tests.test_ib_peer import bootstrap, retry_exceeded
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 700|700|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[1-2]|gres/gpu=16,node=2
@@ -20,6 +21,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 704|704|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[9-10]|gres/gpu=16,node=2
 705|705|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[11-12]|gres/gpu=16,node=2
 706|706|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T08:15:00|n[13-15]|gres/gpu=24,node=3
+707|707|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T08:40:00|n[16-18]|gres/gpu=24,node=3
+708|708|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T08:40:00|n[19-21]|gres/gpu=24,node=3
 """
 # tree_stall.h's report, as cilium/tetragon#328 shows it
 RCU_STALL = "kernel: [  103.087243] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"
@@ -72,6 +75,21 @@ def verdicts(tmp_path_factory):
         + "".join(watchdog_timeout(r, "08:12:00") + "\n" for r in (0, 1, 16, 17))
         + "srun: error: Node failure on n14\n"
     )
+    # n17 died at 08:30 before Slurm noticed: its peers' NCCL connections gave up on its
+    # address, the job failed, and n17 booted again at 08:52. n20 did the same but booted
+    # only three hours later: an operator's reboot, the fabric's root stands.
+    for first, silent, last, boot in (("n16", "n17", "n18", "08:52:00"), ("n19", "n20", "n21", "11:40:00")):
+        (logs / f"{silent}.log").write_text(syslog(silent, ("07:50:00", ALIVE), ("08:29:00", ALIVE),
+                                                   (boot, f"kernel: {BOOT}")))
+        for node in (first, last):
+            (logs / f"{node}.log").write_text(syslog(node, ("07:50:00", ALIVE), ("08:50:00", ALIVE)))
+        address = f"10.22.0.{silent[1:]}"
+        job = "707" if silent == "n17" else "708"
+        (logs / f"slurm-{job}.out").write_text(
+            "".join(bootstrap(8 * i, node, f"10.22.0.{node[1:]}") + "\n" for i, node in enumerate((first, silent, last)))
+            + f"0: [2026-11-20 08:29:30,000] {ITERATION}\n"
+            + "".join(retry_exceeded(r, node, address) + "\n" for r, node in ((3, first), (19, last)))
+        )
     # Landed the way its file names no host: `--node` the controller.
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), more=((ctld, {"node": "ctl01"}),))
 
@@ -123,3 +141,16 @@ def test_a_node_slurm_noticed_lost_after_the_hang_began_is_still_the_root(verdic
     v = verdicts["706"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.node_failure", ["n14"])
     assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"confirmation"}
+
+
+def test_the_silent_end_of_failing_connections_that_booted_soon_after_was_lost(verdicts):
+    """A node that dies before Slurm notices leaves a FAILED attempt, its peers' NCCL errors
+    naming its address, and a boot minutes after: it lost power or crashed."""
+    v = verdicts["707"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.node_failure", ["n17"])
+    assert role_of(v, "ib_common_peer") == "confirmation"
+
+
+def test_a_silent_end_booted_hours_later_stays_the_fabrics(verdicts):
+    v = verdicts["708"]
+    assert (v["domain"], v["culprit_nodes"]) == ("network", ["n20"])
