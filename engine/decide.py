@@ -284,27 +284,40 @@ def state_fallback(attempts: pl.DataFrame, state_rules) -> pl.DataFrame:
 
 
 def _evidence(events: pl.DataFrame, roots: pl.DataFrame, limit: int, notes: tuple[str, ...]) -> pl.DataFrame:
-    """Per attempt: the evidence list (non-benign events; when trimming, roots first, with
-    the engine's and the python rules' own inferences, ``notes`` rule ids: a rank that never
-    joined the collective 63 others timed out in must not be crowded out by their reports).
+    """Per attempt: the evidence list (non-benign events). When trimming, roots first, with
+    the engine's and the python rules' own inferences (``notes`` rule ids: a rank that never
+    joined the collective 63 others timed out in must not be crowded out by their reports);
+    then the first event of each rule before the second of any (by role, then time), so
+    that a flood of one rule's lines (every rank's watchdog report) does not crowd out the
+    one line of another (a filesystem a demoted report says was lost).
 
     ``events`` has ``_row``, each row's index. Which rows to keep, and their order, are
     worked out on a narrow frame; the evidence fields are gathered once, for the kept rows.
     """
     root_rows = roots.select(pl.col("root_rows").alias("_row")).explode("_row").with_columns(is_root=pl.lit(True))
-    kept = (
+    rows = (
         events.select("_row", "attempt_id", "role", "ts", "node", "origin", "rule_id")
         .filter(pl.col("role") != "benign")
+        .with_columns((pl.len().over("attempt_id") > limit).alias("_trim"))
+    )
+    # Only attempts with more events than the limit are ranked (few: most keep every event).
+    trimmed = (
+        rows.filter("_trim")
         .join(root_rows, on="_row", how="left")
+        .sort(["attempt_id", "ts", "node", "origin"], nulls_last=True)
         .with_columns(
             (pl.col("is_root").fill_null(False) | pl.col("rule_id").is_in(notes)).alias("is_root"),
             pl.col("role").replace_strict(ROLE_ORDER, default=9, return_dtype=pl.Int32).alias("_order"),
+            pl.int_range(pl.len(), dtype=pl.UInt32).over("attempt_id", "rule_id").alias("_nth"),
         )
-        .sort(["attempt_id", "is_root", "_order", "ts", "node", "origin"], descending=[False, True, False, False, False, False], nulls_last=True)
+        .sort(["attempt_id", "is_root", "_nth", "_order", "ts", "node", "origin"],
+              descending=[False, True, False, False, False, False, False], nulls_last=True)
         .group_by("attempt_id", maintain_order=True)
         .head(limit)
-        .sort(["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
+        .select(rows.columns)
     )
+    kept = pl.concat([rows.filter(~pl.col("_trim")), trimmed]).sort(
+        ["attempt_id", "ts", "node", "origin", "rule_id"], nulls_last=True)
     fields = events.select(_EVIDENCE_FIELDS)[kept["_row"]]
     return (
         pl.concat([kept.select("attempt_id"), fields], how="horizontal")

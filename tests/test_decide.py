@@ -519,3 +519,22 @@ def test_a_stamped_line_of_another_node_below_the_root_in_the_jobs_output_is_no_
     v, _ = verdict(att, events(*ev))
     assert (v["a"]["cause"], v["a"]["quality"], v["a"]["culprit_nodes"]) == ("host.node_failure", "definitive", ["n2"])
     assert [x["cause"] for x in v["b"]["alternatives"]] == ["scheduler.requeued"]
+
+
+def test_a_trimmed_evidence_keeps_one_line_of_each_rule_before_a_second_of_any():
+    """Sixty ranks' timeouts do not crowd out the one line of another rule: each rule's
+    first event comes before any rule's second when the evidence is trimmed."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]})
+    ev = events(
+        {"node": "n1", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10), "rule_id": "xid"},
+        *({"node": "n2", "event": "nccl_timeout", "domain": "network", "cause": "network.collective_timeout",
+           "role": "cascade", "ts": at(20), "attempt_id": "a", "rank": r, "source": "app", "rule_id": "wd",
+           # each rank waited its own milliseconds: no two lines fold into one
+           "params": f'{{"ran_ms":"{600000 + r}"}}', "origin": f"out:{r}"} for r in range(60)),
+        {"node": "n2", "event": "lustre_lost", "domain": "storage", "cause": "storage.filesystem_unavailable",
+         "role": "context", "ts": at(25), "rule_id": "lustre"},
+    )
+    v, _ = verdict(att, ev, config=EngineConfig(evidence_limit=10))
+    rules = [e["rule_id"] for e in v["a"]["evidence"]]
+    assert len(rules) == 10 and {"xid", "lustre"} <= set(rules)
+    assert rules.count("wd") == 7  # the state event is the tenth
