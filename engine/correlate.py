@@ -44,8 +44,9 @@ def attach_events(
     (:func:`add_time_bounds`), ``ranks`` (:func:`collapse_rank_copies`, whose windows are
     the ``pack``'s) and ``caused_by`` (null here).
     A node whose clock runs off its peers' has its events read on theirs
-    (:func:`clock_offsets`), and the job's lines its ranks stamped on that clock
-    (:func:`on_peer_clocks`), with a note in the evidence. ``launches``: slurmd's launch
+    (:func:`clock_offsets`, or where no launch line places it, :func:`output_clock_offsets`),
+    and the job's lines its ranks stamped on that clock (:func:`on_peer_clocks`), with a
+    note in the evidence. ``launches``: slurmd's launch
     lines, already split off ``events`` by :func:`split_launch_lines` (a run splits each
     day once as it reads it); without them, ``events`` is split here.
     """
@@ -54,7 +55,18 @@ def attach_events(
     lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
     skew = timedelta(seconds=config.seconds("clock_skew"))
+    # Joined on the attempt id alone, then checked for the cluster: a join on two string
+    # keys costs about three times as much, and the result is the same.
+    app_events = (
+        events.filter(pl.col("attempt_id").is_not_null())
+        .join(attempts.select(ATTEMPT_COLUMNS).rename({"cluster": "_cluster"}), on="attempt_id", how="inner")
+        .filter(pl.col("cluster") == pl.col("_cluster"))
+    )
     offsets = clock_offsets(attempts, launches, skew)
+    read = output_clock_offsets(app_events, offsets, skew)
+    if offsets.height or read.height:
+        app_events = on_peer_clocks(app_events, offsets, skew, read)
+        offsets = pl.concat([offsets, read])
     windows = node_day_windows(attempts, lookback, grace, ATTEMPT_COLUMNS, offsets)
     node_events = events.filter(pl.col("attempt_id").is_null()).drop("attempt_id")
     # A window of a node whose clock is off lies on that clock; its events, once inside,
@@ -63,15 +75,6 @@ def attach_events(
     on_nodes = in_windows(node_events, windows).with_columns(
         (pl.col("ts") - shift).alias("ts"), (pl.col("last_ts") - shift).alias("last_ts")
     )
-    # Joined on the attempt id alone, then checked for the cluster: a join on two string
-    # keys costs about three times as much, and the result is the same.
-    app_events = (
-        events.filter(pl.col("attempt_id").is_not_null())
-        .join(attempts.select(ATTEMPT_COLUMNS).rename({"cluster": "_cluster"}), on="attempt_id", how="inner")
-        .filter(pl.col("cluster") == pl.col("_cluster"))
-    )
-    if offsets.height:
-        app_events = on_peer_clocks(app_events, offsets, skew)
     columns = events.columns + [c for c in ATTEMPT_COLUMNS if c not in events.columns]
     # One chunk: every later sort, join and filter gathers rows of this wide frame, and a
     # gather over several chunks costs several times more.
@@ -86,14 +89,17 @@ def attach_events(
     )
 
 
-def on_peer_clocks(app_events: pl.DataFrame, offsets: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
+def on_peer_clocks(
+    app_events: pl.DataFrame, offsets: pl.DataFrame, skew: timedelta, read: pl.DataFrame,
+) -> pl.DataFrame:
     """The job's lines stamped on a node whose clock runs off (:func:`clock_offsets`),
     moved by its offset when they show they read that clock: its ranks' reports of the
     collective that timed out (NCCL's watchdog, ``timeout_ms``) are stamped that far, within
     ``skew``, from the other nodes' ranks' reports of it. A rank's logging reads its node's
     clock, unless its lines were stamped elsewhere (a collector that restamps them), so
     they move only when their own stamps say so; unstamped lines keep the stamp they
-    inherited."""
+    inherited. The offsets ``read`` off the job's output (:func:`output_clock_offsets`)
+    come from those lines' own stamps: their lines move by them."""
     timeouts = (
         app_events.filter(_reports_timeout() & (pl.col("ts_source") == "line") & pl.col("node").is_not_null())
         .group_by("attempt_id", "node").agg(pl.col("ts").median().alias("_seen"))
@@ -103,9 +109,12 @@ def on_peer_clocks(app_events: pl.DataFrame, offsets: pl.DataFrame, skew: timede
         .filter(pl.col("node") != pl.col("node_peer"))
         .group_by("attempt_id", "node").agg((pl.col("_seen") - pl.col("_seen_peer")).median().alias("_apart"))
     )
-    moved = offsets.join(seen, on=["attempt_id", "node"]).filter(
-        (pl.col("_apart") - pl.col("_offset")).abs() <= skew
-    ).select("attempt_id", "node", "_offset")
+    moved = pl.concat([
+        offsets.join(seen, on=["attempt_id", "node"]).filter(
+            (pl.col("_apart") - pl.col("_offset")).abs() <= skew
+        ).select("attempt_id", "node", "_offset"),
+        read.select("attempt_id", "node", "_offset"),
+    ])
     if moved.is_empty():
         return app_events
     own = pl.col("_offset").is_not_null() & (pl.col("ts_source") == "line")
@@ -252,22 +261,100 @@ def clock_offsets(attempts: pl.DataFrame, lines: pl.DataFrame, skew: timedelta) 
     )
 
 
+OUTPUT_CLOCK_LINES = 2
+"""A node's stamped lines in a job's output that must sit above an earlier-stamped line of
+another node before its clock is read as running ahead (:func:`output_clock_offsets`):
+one stray stamp is not a clock."""
+
+
+def output_clock_offsets(app_events: pl.DataFrame, placed: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
+    """How far ahead of its peers' a node's clock runs, read off the job's output, for the
+    nodes of failed attempts that no launch line placed (``placed``: :func:`clock_offsets`),
+    in the columns of :func:`clock_offsets` (``_step`` null; ``_launch`` and ``_median``
+    the stamps of the widest gap, ``origin`` the node's line there).
+
+    srun writes its tasks' lines to the output as it receives them, so a line was printed
+    no later than any line below it. A node's stamped line above a line another node
+    stamped earlier says one of the two clocks is off by at least the difference; buffered
+    output only ever delays a line, so it can make a line look late, never early. A node
+    whose lines sit above the next line of another node by more than ``skew``, on
+    :data:`OUTPUT_CLOCK_LINES` lines or more, runs ahead of them, rather than they behind
+    it, when it does so above the lines of two or more other nodes, or when its own stamps
+    run past the attempt's end (the scheduler's clock; a two-node job): by the median of
+    those differences, a lower bound (the lines below were printed a little later).
+    Completed attempts are left alone: their verdict does not turn on the order.
+    """
+    empty = placed.clear()
+    stamped = (
+        app_events.lazy()
+        .filter((pl.col("ts_source") == "line") & pl.col("node").is_not_null() & (pl.col("state") != "completed"))
+        .select("attempt_id", "node", "ts", "origin", "end_ts",
+                pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
+                pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"))
+        .drop_nulls("_line")
+        .filter(pl.col("node").n_unique().over("attempt_id") > 1)
+        .sort("attempt_id", "_file", "_line")
+        .collect()
+    )
+    if stamped.is_empty():
+        return empty
+    # Runs of one node's consecutive lines: the first line of the next run is the nearest
+    # line below them that another node printed.
+    keys = ["attempt_id", "_file", "_run"]
+    runs = stamped.with_columns(
+        (pl.col("node") != pl.col("node").shift(1)).fill_null(True).cum_sum().over("attempt_id", "_file").alias("_run")
+    )
+    below = runs.group_by(keys).agg(
+        pl.col("ts").first().alias("_below_ts"), pl.col("node").first().alias("_below_node")
+    ).with_columns(pl.col("_run") - 1)
+    ahead = (
+        runs.join(below, on=keys)
+        .with_columns((pl.col("ts") - pl.col("_below_ts")).alias("_ahead"))
+        .filter(pl.col("_ahead") > skew)
+        .join(placed.select("attempt_id", "node"), on=["attempt_id", "node"], how="anti")
+    )
+    past_end = stamped.group_by("attempt_id", "node").agg((pl.col("ts").max() > pl.col("end_ts").first() + skew).alias("_past"))
+    return (
+        ahead.group_by("attempt_id", "node").agg(
+            pl.len().alias("_lines"), pl.col("_below_node").n_unique().alias("_peers"),
+            pl.col("_ahead").median().alias("_offset"),
+            pl.col("ts").sort_by("_ahead", "origin").last().alias("_launch"),
+            pl.col("_below_ts").sort_by("_ahead", "origin").last().alias("_median"),
+            pl.col("origin").sort_by("_ahead", "origin").last().alias("origin"),
+        )
+        .join(past_end, on=["attempt_id", "node"])
+        .filter((pl.col("_lines") >= OUTPUT_CLOCK_LINES) & ((pl.col("_peers") > 1) | pl.col("_past")))
+        .with_columns(pl.lit(None, dtype=pl.String).alias("_step"), pl.lit("app").alias("source"))
+        .select(empty.columns)
+        .cast(empty.schema)
+        .sort("attempt_id", "node")
+    )
+
+
 def clock_notes(offsets: pl.DataFrame, attempts: pl.DataFrame, like: pl.DataFrame) -> pl.DataFrame:
-    """One context event per (attempt, node) of :func:`clock_offsets`, for the evidence: by
-    how much the node's lines were moved, and the launch stamps that say so. Columns of
-    ``like`` (the events) plus the attempt columns."""
+    """One context event per (attempt, node) of :func:`clock_offsets` and
+    :func:`output_clock_offsets`, for the evidence: by how much the node's lines were
+    moved, and the stamps that say so. Columns of ``like`` (the events) plus the attempt
+    columns."""
     seconds = pl.col("_offset").dt.total_milliseconds() / 1000
     stamp = "%Y-%m-%dT%H:%M:%S%.3fZ"
+    direction = pl.when(seconds > 0).then(pl.lit("ahead of")).otherwise(pl.lit("behind"))
+    launched = pl.format(
+        "clock of {} runs {} s {} its peers' (slurmd launched step {} there at {}, elsewhere at {}): its lines "
+        "are moved by that much", pl.col("node"), seconds.abs().round(1), direction, pl.col("_step"),
+        pl.col("_launch").dt.strftime(stamp), pl.col("_median").dt.strftime(stamp),
+    )
+    printed = pl.format(
+        "clock of {} runs at least {} s {} its peers' (the job's output holds its line stamped {} above another "
+        "node's stamped {}): its lines are moved by that much", pl.col("node"), seconds.abs().round(1), direction,
+        pl.col("_launch").dt.strftime(stamp), pl.col("_median").dt.strftime(stamp),
+    )
+    step = pl.when(pl.col("_step").is_not_null()).then(pl.concat_str([pl.lit('","step":"'), pl.col("_step")]))
     notes = offsets.join(attempts.select(ATTEMPT_COLUMNS), on="attempt_id").select(
         *ATTEMPT_COLUMNS, "node", "origin", "source", pl.col("_median").alias("ts"),
-        pl.format(
-            "clock of {} runs {} s {} its peers' (slurmd launched step {} there at {}, elsewhere at {}): its lines "
-            "are moved by that much", pl.col("node"), seconds.abs().round(1),
-            pl.when(seconds > 0).then(pl.lit("ahead of")).otherwise(pl.lit("behind")), pl.col("_step"),
-            pl.col("_launch").dt.strftime(stamp), pl.col("_median").dt.strftime(stamp),
-        ).alias("message"),
-        pl.concat_str([pl.lit('{"offset_s":"'), seconds.round(3).cast(pl.String), pl.lit('","step":"'), pl.col("_step"),
-                       pl.lit('"}')]).alias("params"),
+        pl.when(pl.col("_step").is_not_null()).then(launched).otherwise(printed).alias("message"),
+        pl.concat_str([pl.lit('{"offset_s":"'), seconds.round(3).cast(pl.String), step, pl.lit('"}')],
+                      ignore_nulls=True).alias("params"),
         pl.lit("line").alias("ts_source"),
     )
     columns = like.columns + [c for c in ATTEMPT_COLUMNS if c not in like.columns]

@@ -17,7 +17,9 @@ only other peers (no more of them than there are nodes naming the shared one), t
 the shared end. Its reports stay root candidates and the other nodes' reports become
 cascades of its first one; a shared end known by its address that reported nothing itself
 (its log lost with it) gets a root candidate of its own, of which every report is a
-cascade. When nothing maps the address and the shared end reported nothing, or two nodes
+cascade; when that silent end's own kernel reported a fault of its GPU or host stamped
+after the attempt ended (:data:`LATE_DOMAINS`), the reports are that fault's cascades
+instead. When nothing maps the address and the shared end reported nothing, or two nodes
 only name each other, nothing tells the ends apart and the reports stay as they are.
 
 Connections that share no end at all (at least :data:`SCATTERED_NODES` reporting nodes,
@@ -40,6 +42,12 @@ BANNER_EVENT = "network.nccl_address"
 """NCCL's banners naming the node's address (``benign.yaml``), in ``addr``."""
 RULE_ID = "ib_common_peer"
 SILENT_END_EVENT = "network.ib_common_peer"
+LATE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "host")
+"""The domains of a node's own fault that explain why every connection to it failed: a GPU
+that fell off the bus, an NVLink or host fault. Stamped after the attempt ended, such a
+fault on the silent shared end was seen by a clock that runs ahead (its ranks printed
+nothing to say so): its reports' cascades are its, and with no root before the end it is
+the verdict's, never ``definitive``."""
 SCATTERED_EVENT = "network.ib_errors_scattered"
 SCATTERED_NODES = 3
 """Reporting nodes from which failing connections that share no end are the fabric's."""
@@ -103,12 +111,22 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.col("event_id").first().alias("_root"), pl.col("node").first().alias("_end"))
     )
-    # A shared end that reported nothing: a root of its own, at the first report naming it.
+    # A shared end that reported nothing: a root of its own, at the first report naming it,
+    # unless its own kernel reported a fault of its hardware stamped after the attempt ended.
     silent = (
         ordered.join(ends.join(first, on="attempt_id", how="anti"), on="attempt_id")
         .join(shared, on="attempt_id")
         .group_by("attempt_id", maintain_order=True).first()
     )
+    late = (
+        events.filter((pl.col("role") == "root_candidate") & pl.col("domain").is_in(LATE_DOMAINS)
+                      & (pl.col("ts") > pl.col("end_ts")))
+        .join(silent.select("attempt_id", pl.col("_end").alias("node")), on=["attempt_id", "node"])
+        .sort("attempt_id", "ts", "event_id")
+        .group_by("attempt_id", maintain_order=True)
+        .agg(pl.col("event_id").first().alias("_root"), pl.col("node").first().alias("_end"))
+    )
+    silent = silent.join(late, on="attempt_id", how="anti")
     added = new_events(
         silent.select(
             *ROOT_COLUMNS,
@@ -123,7 +141,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         role="root_candidate", action="check_fabric_port",
     )
     first = pl.concat([
-        first, added.select("attempt_id", pl.col("event_id").alias("_root"), pl.col("node").alias("_end")),
+        first, late, added.select("attempt_id", pl.col("event_id").alias("_root"), pl.col("node").alias("_end")),
     ])
     around = (
         reports.join(first, on="attempt_id").filter(pl.col("node") != pl.col("_end"))

@@ -15,7 +15,8 @@ from engine.correlate import STEP_LAUNCH_EVENT, split_launch_lines
 from engine.rules.loader import load_rule_pack
 from engine.run import correlate, scope_attempts
 from ingest.lake import Lake
-from tests.end_to_end import ALIVE, XID_79, role_of, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, ITERATION, XID_79, role_of, syslog, verdicts_by_job
+from tests.test_ib_peer import retry_exceeded
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 900|900|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[1-4]|gres/gpu=32,node=4
@@ -125,3 +126,46 @@ def test_a_gpu_lost_on_the_silent_ranks_node_is_the_root_though_its_clock_dates_
         TIMEOUT.format(r=r, t=n4_clock if r >= 24 else "10:30:00") + "\n" for r in range(32) if r != 27))
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n4"])
+
+
+# The watchdog's report of the work it found failed, as PyTorch prints it (NVIDIA/nccl#1409),
+# for rank {r} at {t}: stamped, and naming no timeout.
+DETECTED = ("{r}: [rank{r}]:[E1120 {t}.184373931 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank {r}] Exception "
+            "(either an error or timeout) detected by watchdog at work: 80078, last enqueued NCCL work: 80078, last "
+            "completed NCCL work: 80077.")
+# The ECC error a rank's CUDA call returns (vllm-project/vllm#5222), on rank {r}.
+ECC = "{r}: RuntimeError: CUDA error: uncorrectable ECC error encountered"
+OUTPUT_SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+910|910|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|m[1-2]|gres/gpu=16,node=2
+911|911|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|m[3-5]|gres/gpu=24,node=3
+"""
+
+
+def test_a_clock_ahead_is_read_off_the_job_output_where_no_launch_line_places_it(tmp_path):
+    """No launch line places any clock. 910: m2's runs 60 s ahead; its port went down at
+    10:20:00 (stamped 10:21:00, after the job ended) and m1's ranks gave up on it. srun wrote
+    m2's ranks' reports (stamped 10:21:05) above m1's (10:20:06), and past the job's end: m2's
+    clock runs ahead. 911: m5's runs 30 s ahead; its GPU's ECC error, printed above the
+    peers' reports, is the root, not the NCCL errors stamped before it by the other clocks."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for node in ("m1", "m3", "m4"):
+        (logs / f"{node}.log").write_text(syslog(node, ("09:59:00", ALIVE), ("10:30:00", ALIVE)))
+    (logs / "m2.log").write_text(syslog("m2", ("10:00:00", ALIVE), ("10:21:00", PORT_DOWN)))
+    (logs / "m5.log").write_text(syslog("m5", ("10:00:00", ALIVE), ("10:40:00", ALIVE)))
+    (logs / "slurm-910.out").write_text(
+        f"0: [2026-11-20 10:19:50,000] {ITERATION}\n{retry_exceeded(3, 'm1', '10.22.0.2')}\n"
+        + "".join(DETECTED.format(r=r, t="10:21:05") + "\n" for r in (8, 9))
+        + "".join(DETECTED.format(r=r, t="10:20:06") + "\n" for r in (0, 1))
+    )
+    (logs / "slurm-911.out").write_text(
+        f"0: [2026-11-20 10:19:50,000] {ITERATION}\n"
+        + "".join(DETECTED.format(r=r, t="10:20:31") + "\n" for r in (16, 17)) + ECC.format(r=18) + "\n"
+        + "".join(DETECTED.format(r=r, t="10:20:02") + "\n" for r in (0, 8))
+        + "".join(retry_exceeded(r, node, "10.22.0.5") + "\n" for r, node in ((3, "m3"), (11, "m4")))
+    )
+    v = verdicts_by_job(tmp_path, OUTPUT_SACCT, logs, date(2026, 11, 20))
+    assert (v["910"]["domain"], v["910"]["cause"], v["910"]["culprit_nodes"]) == ("network", "network.link_down", ["m2"])
+    note = next(e for e in v["910"]["evidence"] if e["rule_id"] == "clock_offset")
+    assert note["node"] == "m2" and "ahead of" in note["message"]
+    assert (v["911"]["domain"], v["911"]["culprit_nodes"]) == ("gpu_memory", ["m5"])

@@ -15,7 +15,7 @@ import pytest
 from engine.extract import line_events
 from engine.rules.loader import load_rule_pack
 
-from tests.end_to_end import ITERATION, verdicts_by_job
+from tests.end_to_end import ITERATION, XID_79, syslog, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 800|800|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[1-3]|gres/gpu=24,node=3
@@ -23,6 +23,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 802|802|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[7-8]|gres/gpu=16,node=2
 803|803|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[9-11]|gres/gpu=24,node=3
 804|804|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[12-19]|gres/gpu=64,node=8
+805|805|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[20-22]|gres/gpu=24,node=3
 """
 
 
@@ -68,6 +69,13 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-804.out").write_text(output(
         (32, "n16", "10.22.0.13"), (40, "n17", "10.22.0.19"), (48, "n18", "10.22.0.12"), (56, "n19", "10.22.0.14"),
     ))
+    # Everyone names n22 (its banner's address), which reported nothing: its GPU fell off
+    # the bus, stamped by its clock four minutes after the job ended.
+    (logs / "slurm-805.out").write_text(output(
+        (4, "n20", "10.22.0.22"), (12, "n21", "10.22.0.22"),
+        banners=(bootstrap(0, "n20", "10.22.0.20"), bootstrap(8, "n21", "10.22.0.21"), bootstrap(16, "n22", "10.22.0.22")),
+    ))
+    (logs / "n22.log").write_text(syslog("n22", ("09:04:00", f"kernel: {XID_79}")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -115,3 +123,10 @@ def test_runs_keep_one_address_banner_per_node_and_attempt():
     assert kept.select("node", "rank", "event").sort("node").rows() == [
         ("n10", None, "network.nccl_address"), ("n11", None, "network.nccl_address"), ("n9", None, "network.nccl_address"),
     ]
+
+
+def test_a_silent_shared_ends_own_gpu_fault_after_the_end_is_what_the_connections_failed_on(verdicts):
+    v = verdicts["805"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n22"])
+    assert v["quality"] != "definitive"  # stamped after the end: a clock running ahead is a guess
+    assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"cascade"}
