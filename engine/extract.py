@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -104,17 +105,47 @@ def _outcome(rule: ExtractRule, key: pl.Expr | None) -> tuple[list[pl.Expr], pl.
     return columns, keep
 
 
-def _rule_events(candidates: pl.LazyFrame, rule: ExtractRule) -> pl.LazyFrame:
-    """Events of one rule from the prefiltered candidate lines."""
+@dataclass(frozen=True)
+class _RulePlan:
+    """What one extract rule does to its candidate lines: the expressions depend on the rule
+    alone, so they are built once per rule (:func:`_plan_of`), not once per landing batch."""
+
+    source: pl.Expr | None
+    match: pl.Expr
+    groups: pl.Expr | None
+    keep: pl.Expr | None
+    columns: tuple[pl.Expr, ...]
+
+    def events(self, lines: pl.LazyFrame) -> pl.LazyFrame:
+        """The rule's events from its candidate lines."""
+        if self.source is not None:
+            lines = lines.filter(self.source)
+        lines = lines.filter(self.match)
+        if self.groups is not None:
+            lines = lines.with_columns(self.groups)
+        if self.keep is not None:
+            lines = lines.filter(self.keep)
+        return lines.select(self.columns)
+
+
+_PLANS: dict[tuple[bytes, str], _RulePlan] = {}
+"""Built plans by (pack extraction digest, rule id): rule ids are unique within a pack."""
+
+
+def _plan_of(pack: RulePack, rule: ExtractRule) -> _RulePlan:
+    """The plan of ``rule`` of ``pack`` (built on first use)."""
+    key = (pack.extraction_digest, rule.id)
+    if key not in _PLANS:
+        _PLANS[key] = _build_plan(rule)
+    return _PLANS[key]
+
+
+def _build_plan(rule: ExtractRule) -> _RulePlan:
+    """The expressions of one rule's events (:class:`_RulePlan`)."""
     pattern = regex_for(rule)
     groups = list(re.compile(rule.regex).groupindex)
-    lines = candidates
-    if rule.sources:
-        # Lines of unknown source (ad hoc input) are tried against every rule.
-        lines = lines.filter(pl.col("source").is_null() | pl.col("source").is_in(rule.sources))
-    lines = lines.filter(pl.col("message").str.contains(pattern))
-    if groups:
-        lines = lines.with_columns(pl.col("message").str.extract_groups(pattern).alias("_groups"))
+    # Lines of unknown source (ad hoc input) are tried against every rule.
+    source = pl.col("source").is_null() | pl.col("source").is_in(rule.sources) if rule.sources else None
 
     def group(name: str) -> pl.Expr:
         if name in groups:
@@ -122,14 +153,12 @@ def _rule_events(candidates: pl.LazyFrame, rule: ExtractRule) -> pl.LazyFrame:
         return pl.lit(None, pl.String)
 
     outcome, keep = _outcome(rule, group(rule.map.key) if rule.map else None)
-    if keep is not None:
-        lines = lines.filter(keep)
     others = sorted(g for g in groups if g not in RESERVED_GROUPS)
     params = (
         pl.struct([group(name).alias(name) for name in others]).struct.json_encode()
         if others else pl.lit("{}")
     )
-    return lines.select(
+    columns = (
         # concat_str, not pl.format: Polars 2.1 panics formatting filtered multi-chunk input.
         pl.concat_str([pl.lit(f"{rule.id}@"), pl.col("origin")]).alias("event_id"),
         pl.col("ts"),
@@ -153,6 +182,13 @@ def _rule_events(candidates: pl.LazyFrame, rule: ExtractRule) -> pl.LazyFrame:
         pl.col("origin"),
         pl.col("ts_source"),
         pl.col("cluster"),
+    )
+    return _RulePlan(
+        source=source,
+        match=pl.col("message").str.contains(pattern),
+        groups=pl.col("message").str.extract_groups(pattern).alias("_groups") if groups else None,
+        keep=keep,
+        columns=columns,
     )
 
 
@@ -229,10 +265,12 @@ def _extract(
             lines = lines.sort("ts", "origin").unique(["attempt_id", "node", "message"], keep="first", maintain_order=True)
         return lines
 
-    plans = [_rule_events(lines_of_rule(i, rule), rule) for i, rule in enumerate(rules) if (i,) in by_rule]
+    plans = [_plan_of(pack, rule).events(lines_of_rule(i, rule)) for i, rule in enumerate(rules) if (i,) in by_rule]
     if not plans:
         return empty_events()
-    events = pl.concat(plans, how="vertical").cast(dict(EVENT_SCHEMA))
+    # Collected one by one: one union of a hundred rules' plans costs more to optimize than
+    # to run on a landing batch.
+    events = pl.concat(pl.collect_all(plans), how="vertical").lazy().cast(dict(EVENT_SCHEMA))
     if not keep_benign:
         # A benign line naming its node's address (NCCL's bootstrap banner) stays, once per
         # attempt, node and address and without its rank (every rank prints it): by it a
