@@ -287,7 +287,7 @@ def ingest_files(
                             timezone=timezone)
     counts.add_files(report)
     _print_ingest(counts)
-    for file in report.files:
+    for file in report.flagged():
         if file.rejected and not file.landed:
             err.print(f"warning: {file.path}: every line was rejected as {file.source} (see the rejects table); "
                       "what an earlier landing of it gave is kept — check --source")

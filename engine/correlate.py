@@ -313,7 +313,8 @@ def output_clock_offsets(app_events: pl.DataFrame, placed: pl.DataFrame, skew: t
         .filter(pl.col("_ahead") > skew)
         .join(placed.select("attempt_id", "node"), on=["attempt_id", "node"], how="anti")
     )
-    past_end = stamped.group_by("attempt_id", "node").agg((pl.col("ts").max() > pl.col("end_ts").first() + skew).alias("_past"))
+    past_end = stamped.group_by("attempt_id", "node").agg(
+        (pl.col("ts").max() > pl.col("end_ts").first() + skew).alias("_past"))
     return (
         ahead.group_by("attempt_id", "node").agg(
             pl.len().alias("_lines"), pl.col("_below_node").n_unique().alias("_peers"),
@@ -783,7 +784,8 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     )
     most = reporting.group_by("attempt_id").agg(pl.col("_reported").max().alias("_most"))
     candidate = (
-        (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("cause").is_in(NOTICED_LATE)
+        (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE)
+        & ~pl.col("cause").is_in(NOTICED_LATE)
     )
     waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most"))
     late = (

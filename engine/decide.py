@@ -470,7 +470,8 @@ def decide(
             )).alias("culprit_nodes"),
             *(only_failed(
                 pl.when(pl.col("ambiguous"))
-                .then(pl.concat_list(f"culprit_{unit}", f"alternative_{unit}").list.drop_nulls().list.unique().list.sort())
+                .then(pl.concat_list(f"culprit_{unit}", f"alternative_{unit}")
+                      .list.drop_nulls().list.unique().list.sort())
                 .otherwise(pl.col(f"culprit_{unit}")),
                 empty_str,
             ).alias(f"culprit_{unit}") for unit in ("gpus", "ports")),

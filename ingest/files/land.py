@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -61,26 +62,55 @@ class FileReport:
     unplaced: int = 0
 
 
+REPORT_SCHEMA = {
+    "path": pl.String, "source": pl.String, "attempt_ids": pl.List(pl.String), "read": pl.Int64,
+    "landed": pl.Int64, "rejected": pl.Int64, "unplaced": pl.Int64,
+}
+"""The columns of :attr:`FilesReport.table`, those of :class:`FileReport`."""
+
+
 @dataclass
 class FilesReport:
-    """Per-file reports and totals of one :func:`land_log_files` call."""
+    """Per-file reports and totals of one :func:`land_log_files` call.
 
-    files: list[FileReport] = field(default_factory=list)
+    ``table`` has one row per file, in path order, with the fields of :class:`FileReport`;
+    ``files`` is the same as :class:`FileReport` objects, built on first use (a fleet lands a
+    million job outputs in one call, and the totals need none of them)."""
+
+    table: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REPORT_SCHEMA))
+
+    @cached_property
+    def files(self) -> list[FileReport]:
+        """One :class:`FileReport` per file, in path order."""
+        return _file_reports(self.table)
+
+    def flagged(self) -> list[FileReport]:
+        """The files a landing should warn about: every line rejected (landed as the wrong
+        source), or lines that name no node and tie to no attempt."""
+        return _file_reports(self.table.filter(
+            ((pl.col("rejected") > 0) & (pl.col("landed") == 0)) | (pl.col("unplaced") > 0)))
 
     @property
     def read(self) -> int:
         """Non-blank lines read over all files."""
-        return sum(f.read for f in self.files)
+        return int(self.table["read"].sum())
 
     @property
     def landed(self) -> int:
         """Observations landed over all files."""
-        return sum(f.landed for f in self.files)
+        return int(self.table["landed"].sum())
 
     @property
     def rejected(self) -> int:
         """Lines sent to ``rejects`` over all files."""
-        return sum(f.rejected for f in self.files)
+        return int(self.table["rejected"].sum())
+
+
+def _file_reports(table: pl.DataFrame) -> list[FileReport]:
+    return [
+        FileReport(path, source, tuple(ids or ()), read, landed, rejected, unplaced)
+        for path, source, ids, read, landed, rejected, unplaced in table.select(list(REPORT_SCHEMA)).iter_rows()
+    ]
 
 
 def _files_under(folder: str, out: list[str]) -> None:
@@ -419,9 +449,10 @@ def tied_batches(
             yield ready
 
 
-def land_batch(lake: Lake, parsed: ParsedBatch, obs: pl.DataFrame, cluster: str) -> list[FileReport]:
+def land_batch(lake: Lake, parsed: ParsedBatch, obs: pl.DataFrame, cluster: str) -> pl.DataFrame:
     """Land one parsed batch and its tied observations (:func:`lake_slices`, each with one
-    ``land_inputs``). Returns the batch's per-file reports, in file order."""
+    ``land_inputs``). Returns the batch's per-file counts, in file order
+    (:data:`REPORT_SCHEMA`)."""
     files = parsed.files
     for table, source, rows, input_ids in lake_slices(parsed, obs):
         lake.land_inputs(table, rows, cluster=cluster, source=source, input_ids=input_ids)
@@ -430,15 +461,13 @@ def land_batch(lake: Lake, parsed: ParsedBatch, obs: pl.DataFrame, cluster: str)
         (pl.col("node").is_null() & pl.col("attempt_id").is_null()).sum().alias("unplaced"),
     )
     rejected = parsed.rejects.group_by("file").agg(pl.len().alias("rejected"))
-    rows = (
+    return (
         files.join(landed, on="file", how="left").join(rejected, on="file", how="left").sort("file")
-        .select("input_id", "source", "attempt_ids", "lines",
-                pl.col("landed").fill_null(0), pl.col("rejected").fill_null(0), pl.col("unplaced").fill_null(0))
+        .select(pl.col("input_id").alias("path"), "source", pl.col("attempt_ids").fill_null([]),
+                pl.col("lines").alias("read"), pl.col("landed").fill_null(0), pl.col("rejected").fill_null(0),
+                pl.col("unplaced").fill_null(0))
+        .cast(REPORT_SCHEMA)
     )
-    return [
-        FileReport(path, source, tuple(ids or ()), read, landed, rejected, unplaced)
-        for path, source, ids, read, landed, rejected, unplaced in rows.iter_rows()
-    ]
 
 
 def land_log_files(
@@ -479,7 +508,8 @@ def land_log_files(
         ingest_time=datetime.now(UTC), end_at_ingest=end_at_ingest, node_pattern=node_pattern,
         timezone=timezone,
     )
-    report = FilesReport()
-    for parsed, obs in tied_batches(files, ctx, source, attempts, attempt_id):
-        report.files.extend(land_batch(lake, parsed, obs, cluster))
-    return report
+    tables = [
+        land_batch(lake, parsed, obs, cluster)
+        for parsed, obs in tied_batches(files, ctx, source, attempts, attempt_id)
+    ]
+    return FilesReport(pl.concat(tables) if tables else FilesReport().table)
