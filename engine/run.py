@@ -29,15 +29,15 @@ from pathlib import Path
 import polars as pl
 
 from engine.config import EngineConfig
-from engine.correlate import (
-    apply_precedence, apply_suppress, attach_events, demote_outlived_prestart_roots, demote_recovered_outages,
-    demote_roots_after_the_hang, in_windows, node_day_windows, relink_orphaned_cascades, restore_orphaned_confirmations,
-    split_launch_lines,
-)
+from engine.correlate import attach_events, in_windows, node_day_windows, split_launch_lines
 from engine.decide import decide, state_table
 from engine.extract import lake_events, landing_derivation
 from engine.fleet import FLEET_COLUMNS, HISTORY_COLUMNS, apply_fleet_notes, fleet_notes
 from engine.metrics import metric_events
+from engine.relabel import (
+    apply_precedence, apply_suppress, demote_outlived_prestart_roots, demote_recovered_outages,
+    demote_roots_after_the_hang, relink_orphaned_cascades, restore_orphaned_confirmations,
+)
 from engine.rules.loader import RulePack, load_rule_pack
 from engine.rules.python_rules import RuleContext, run_python_rules
 from ingest.files.common import TS_DTYPE

@@ -25,7 +25,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.correlate import failing_since
+from engine.relabel import failing_since
 
 ENDED_BEFORE_START = (
     "host.oom_kill",

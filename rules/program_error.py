@@ -16,7 +16,7 @@ So in an attempt with a program error, a root candidate of a GPU or network doma
 (:data:`DEVICE_DOMAINS`) that no event of the attempt confirms (program errors aside: the
 XID precedence pairs any exception on the node with the XID) becomes ``context``. A program
 error the precedence had made its confirmation is then a root candidate again
-(:func:`engine.correlate.restore_orphaned_confirmations`). A fault some error of the job
+(:func:`engine.relabel.restore_orphaned_confirmations`). A fault some error of the job
 confirms keeps its role. Storage and host faults are left alone: a file system that went
 away makes imports fail, and a dead node raises nothing.
 

@@ -1,0 +1,490 @@
+"""Re-label correlated events by what happened around them: the pack's ``suppress`` and
+``precedence`` rules as joins within a scope and a time window, and the engine's own
+demotions (a port that came back, a fault after the hang began, a root from before the
+attempt it outlived), then what they leave unlinked.
+
+Every function takes the correlated events of :func:`engine.correlate.attach_events` (one
+row per attempt and event, with the attempt columns and ``ts_hi``) and returns them with
+``role`` and ``caused_by`` changed, nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+import polars as pl
+
+from engine.decide import INFRASTRUCTURE
+from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
+
+SCOPE_KEYS = {
+    "attempt": ["attempt_id"],
+    "node": ["attempt_id", "node"],
+    "gpu": ["attempt_id", "node", "gpu"],
+    "port": ["attempt_id", "node", "port"],
+}
+"""The columns two events must share to be in one rule ``scope``."""
+
+
+def selector_expr(selector: Selector) -> pl.Expr:
+    """A boolean expression true for events the selector matches (all given lists)."""
+    checks = [
+        pl.col(column).is_in(values)
+        for column, values in (
+            ("event", selector.events),
+            ("domain", selector.domains),
+            ("role", selector.roles),
+            ("cause", selector.causes),
+            ("rule_id", selector.rules),
+        )
+        if values
+    ]
+    return pl.all_horizontal(checks)
+
+
+def _pairs(
+    events: pl.DataFrame, first: Selector, second: Selector, scope: str,
+    reach_back: timedelta, reach_ahead: timedelta, skew: timedelta,
+) -> pl.DataFrame:
+    """For every event matching ``second``, the earliest other event matching ``first`` in
+    the same scope that may lie within ``[ts - reach_back, ts + reach_ahead]`` of it (the
+    bounds allow for events known only within ``[ts, ts_hi]``).
+
+    A ``first`` event stamped after its attempt ended (beyond ``skew``) takes no role from
+    another: the decision could never pick it as the attempt's root (a node whose clock
+    runs far ahead puts its own XID there), so the line it would outrank keeps its role.
+
+    An as-of join per scope, not a cross product: a 512-node job has thousands of symptoms
+    and hundreds of root candidates, and pairing them all does not fit in memory. Returns
+    ``_row`` (the second side's row, see :func:`_with_rows`), ``event_id_a`` and ``ts_a``
+    (first side).
+    """
+    keys = SCOPE_KEYS[scope]
+    in_time = (pl.col("ts") <= pl.col("end_ts") + skew).fill_null(True)
+    # Lazy: only the few columns read are gathered for the rows kept, never the wide rows.
+    firsts = (
+        events.lazy().filter(selector_expr(first) & in_time)
+        .select(keys + [pl.col("event_id").alias("event_id_a"), pl.col("ts").alias("ts_a"),
+                        pl.col("ts_hi").alias("ts_hi_a")])
+        .drop_nulls(keys)
+        .sort("ts_hi_a", "ts_a", "event_id_a")
+        .collect()
+    )
+    seconds = (
+        events.lazy().filter(selector_expr(second))
+        .select(keys + ["_row", "event_id", "ts", "ts_hi", (pl.col("ts") - reach_back).alias("_from")])
+        .drop_nulls(keys)
+        .sort("_from")
+        .collect()
+    )
+    return (
+        seconds.join_asof(firsts, left_on="_from", right_on="ts_hi_a", by=keys, strategy="forward",
+                          check_sortedness=False)
+        .filter(
+            pl.col("event_id_a").is_not_null()
+            & (pl.col("event_id") != pl.col("event_id_a"))
+            & (pl.col("ts_a") <= pl.col("ts_hi") + reach_ahead)
+        )
+        .select("_row", "event_id_a", "ts_a")
+    )
+
+
+def _relabel(events: pl.DataFrame, pairs: list[pl.DataFrame], role: str, only_roots: bool) -> pl.DataFrame:
+    """Give every second-side event of ``pairs`` the ``role`` and link it (``caused_by``)
+    to its earliest first-side event; ``only_roots`` re-labels root candidates only."""
+    link = (
+        pl.concat(pairs)
+        .group_by("_row")
+        .agg(pl.col("event_id_a").sort_by(["ts_a", "event_id_a"]).first().alias("_link"))
+    )
+    linked = pl.col("_link").is_not_null()
+    if only_roots:
+        linked = linked & (pl.col("role") == "root_candidate")
+    return (
+        events.join(link, on="_row", how="left", maintain_order="left")
+        .with_columns(
+            pl.when(linked).then(pl.lit(role)).otherwise(pl.col("role")).alias("role"),
+            pl.coalesce("caused_by", "_link").alias("caused_by"),
+        )
+        .drop("_link", "_row")
+    )
+
+
+PAIR_COLUMNS = ["_row", "attempt_id", "node", "gpu", "port", "event_id", "ts", "ts_hi", "end_ts",
+                "event", "domain", "role", "cause", "rule_id"]
+"""The columns :func:`_pairs` reads."""
+
+
+def _pair_candidates(events: pl.DataFrame, sides: list[tuple[Selector, Selector]]) -> pl.DataFrame:
+    """The rows of ``events`` (with ``_row``) some selector of ``sides`` matches, in the
+    columns :func:`_pairs` reads, filtered once for a set of rules instead of twice per rule
+    over the wide frame (precedence reads few rows: root candidates and what outranks them)."""
+    wanted = pl.any_horizontal(selector_expr(s) for side in sides for s in side)
+    return events.lazy().filter(wanted).select(PAIR_COLUMNS).collect()
+
+
+def _with_rows(events: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with ``_row``, each row's index: a correlated event is one row per
+    (attempt, event), and one integer key joins far cheaper than those two strings."""
+    return events.with_row_index("_row")
+
+
+def _as_roots(selector: Selector) -> Selector:
+    """A selector restricted to root candidates unless it names roles itself."""
+    return selector if selector.roles else selector.model_copy(update={"roles": ["root_candidate"]})
+
+
+def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule], skew: timedelta) -> pl.DataFrame:
+    """Re-label cascades: an event matching a rule's ``cascade`` selector that follows a
+    root candidate matching its ``root`` selector within the window (same scope) becomes a
+    ``cascade`` and records the earliest such root in ``caused_by`` (roots stamped after
+    the attempt ended beyond ``skew`` excepted, see :func:`_pairs`).
+
+    Rules see the roles as extracted (one rule's demotions do not feed another's roots),
+    which keeps the outcome independent of rule order.
+    """
+    if events.is_empty() or not rules:
+        return events
+    events = _with_rows(events)
+    sides = [(_as_roots(rule.root), rule.cascade) for rule in rules]
+    candidates = _pair_candidates(events, sides)
+    pairs = []
+    for rule, (root, cascade) in zip(rules, sides, strict=True):
+        window = timedelta(seconds=parse_duration(rule.window))
+        before = timedelta(seconds=parse_duration(rule.before))
+        # A cascade follows its root within the window (stamped up to ``before`` earlier
+        # for clock skew); either may be known only within [ts, ts_hi].
+        pairs.append(_pairs(candidates, root, cascade, rule.scope, window, before, skew))
+    return _relabel(events, pairs, "cascade", only_roots=False)
+
+
+def relink_orphaned_cascades(
+    events: pl.DataFrame, rules: list[SuppressRule], skew: timedelta, inferred: Sequence[str] = (),
+) -> pl.DataFrame:
+    """A cascade whose root is no root candidate once every rule has run follows the
+    ``suppress`` rules again, to the roots still standing that a line reported: suppress
+    links a cascade to the earliest root in its window, and a later rule may find that one
+    no root of the attempt (a flap that had recovered long before, the previous job's fault
+    in the ``lookback``), which would leave the attempt's real root uncorroborated by the
+    cascades it caused. A root a python rule inferred (``inferred``: their rule ids) takes
+    only the cascades that rule linked itself. A cascade no standing root explains keeps
+    its link (only its role is read)."""
+    if events.is_empty() or not rules:
+        return events
+    # Narrow frames: the wide rows are never gathered for this check.
+    narrow = events.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), "attempt_id", "event_id", "role",
+                           "caused_by")
+    roots = narrow.filter(pl.col("role") == "root_candidate").select("attempt_id", pl.col("event_id").alias("_at"))
+    orphans = (
+        narrow.filter((pl.col("role") == "cascade") & pl.col("caused_by").is_not_null())
+        .select("_row", "attempt_id", pl.col("caused_by").alias("_at"))
+        .join(roots, on=["attempt_id", "_at"], how="anti")
+    )
+    if orphans.is_empty():
+        return events
+    sides = [(_as_roots(rule.root), rule.cascade) for rule in rules]
+    # Only the attempts with orphans are paired again (few: most roots stand).
+    concerned = _with_rows(events).filter(pl.col("attempt_id").is_in(orphans["attempt_id"].unique().implode()))
+    candidates = _pair_candidates(concerned, sides).filter(~pl.col("rule_id").is_in(list(inferred)))
+    pairs = [
+        _pairs(candidates, root, cascade, rule.scope, timedelta(seconds=parse_duration(rule.window)),
+               timedelta(seconds=parse_duration(rule.before)), skew)
+        for rule, (root, cascade) in zip(rules, sides, strict=True)
+    ]
+    link = (
+        pl.concat(pairs).join(orphans.select("_row"), on="_row", how="semi")
+        .group_by("_row").agg(pl.col("event_id_a").sort_by(["ts_a", "event_id_a"]).first().alias("_link"))
+    )
+    if link.is_empty():
+        return events
+    return events.with_columns(events["caused_by"].scatter(link["_row"], link["_link"]))
+
+
+def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: timedelta) -> pl.DataFrame:
+    """Where a ``prefer`` event and an ``over`` root candidate meet in one scope within the
+    window (either order), the ``over`` event becomes a ``confirmation`` of the preferred
+    (preferred events stamped after the attempt ended beyond ``skew`` excepted, see
+    :func:`_pairs`)."""
+    if events.is_empty() or not rules:
+        return events
+    events = _with_rows(events)
+    sides = [(rule.prefer, _as_roots(rule.over)) for rule in rules]
+    candidates = _pair_candidates(events, sides)
+    pairs = []
+    for rule, (prefer, over) in zip(rules, sides, strict=True):
+        window = timedelta(seconds=parse_duration(rule.window))
+        pairs.append(_pairs(candidates, prefer, over, rule.scope, window, window, skew))
+    return _relabel(events, pairs, "confirmation", only_roots=True)
+
+
+LINK_DOWN_CAUSES = ("network.link_down", "network.link_flap", "network.nic_tx_timeout")
+"""Causes of a port or NIC that stopped passing traffic and may come back: a link-down, the
+port error NCCL's async thread reports, a transmit queue the driver reset."""
+LINK_UP_CAUSE = "network.link_up"
+LUSTRE_LOST_EVENT = "storage.lustre_connection_lost"
+LUSTRE_RESTORED_EVENT = "storage.lustre_connection_restored"
+
+
+def _outage(down: bool) -> pl.Expr:
+    """Which kind of outage an event opens (``down``) or closes: ``link`` (a port's
+    link-down / link-up, by cause) or ``lustre`` (a client's lost / restored connection)."""
+    link = pl.col("cause").is_in(LINK_DOWN_CAUSES) if down else pl.col("cause") == LINK_UP_CAUSE
+    lustre = LUSTRE_LOST_EVENT if down else LUSTRE_RESTORED_EVENT
+    return (
+        pl.when(link).then(pl.lit("link"))
+        .when(pl.col("event") == lustre).then(pl.lit("lustre"))
+        .alias("_outage")
+    )
+
+
+FELT_WITHIN = timedelta(minutes=2)
+"""An attempt that started failing this soon after an outage ended felt it: a flap under
+traffic exhausts NCCL's IB retries within seconds, and the ranks abort before anyone logs
+a NET/IB error (a launcher that shows only local rank 0)."""
+
+
+def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
+    """A port that went down and came back up, or a Lustre connection lost and restored,
+    more than :data:`FELT_WITHIN` before the attempt started failing is not its root cause:
+    such root candidates become ``context`` — unless errors the application reported were
+    tied to it, or to another outage of its node, as their confirmations (NCCL's
+    ``NET/IB`` retry errors: the flap did break the job's traffic, though the watchdog
+    noticed only later).
+
+    "Started failing" is the first cascade of the attempt (:func:`failing_since`: printed
+    once it had started), or its end when it has none. A
+    cascade that reports a timeout (``timeout_ms`` in its params: the NCCL watchdog's
+    ``Timeout(ms)``) started failing that long before it was printed: a collective that hung
+    while the port flapped is noticed only when the timeout runs out. The recovery must be
+    on the same node and port (a link-up of cause ``network.link_up``: the kernel's, or
+    NCCL's ``port active``; a Lustre ``Connection restored``); an outage that names no port
+    (NCCL's ``Got async event : port error`` of older releases, a transmit timeout of a
+    netdev) is closed by a link-up of any port of its node.
+    """
+    if events.is_empty():
+        return events
+    is_down = _outage(down=True).is_not_null() & (pl.col("role") == "root_candidate")
+    if not events.select(is_down.any()).item():
+        return events
+    events = _with_rows(events)
+    downs = events.filter(is_down).with_columns(_outage(down=True))
+    # Only attempts with an outage need to know when they started failing.
+    failing = failing_since(events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi"), skew=skew)
+    ups = events.filter(_outage(down=False).is_not_null()).select(
+        "attempt_id", "node", pl.col("port").alias("_up_port"), _outage(down=False), pl.col("ts").alias("_up")
+    )
+    # A confirmed outage keeps every outage of its node in the attempt: the kernel reports
+    # one flap at the netdev and at the HCA port, and the errors link to one of them. An
+    # error printed only after the link had been back for FELT_WITHIN cannot be the flap's
+    # doing (NCCL gives up on an unanswered send within seconds): precedence links it to the
+    # attempt's earliest outage within its window, which may be another node's flap that
+    # recovered long before.
+    confirmed = (
+        events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+        .select("attempt_id", pl.col("caused_by").alias("event_id"), pl.col("ts").alias("_confirmed"))
+        .join(downs.select("attempt_id", "event_id", "node"), on=["attempt_id", "event_id"])
+        .group_by("attempt_id", "node").agg(pl.col("_confirmed").min())
+    )
+    felt = (pl.col("_confirmed") <= pl.col("_up") + FELT_WITHIN).fill_null(False)
+    recovered = (
+        downs.select("_row", "attempt_id", "node", "port", "_outage", "event_id", "ts")
+        .join(ups, on=["attempt_id", "node", "_outage"], how="inner", nulls_equal=True)
+        .filter(pl.col("port").is_null() | pl.col("port").eq_missing(pl.col("_up_port")))
+        .join(failing, on="attempt_id")
+        .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") + FELT_WITHIN < pl.col("_failing")))
+        .join(confirmed, on=["attempt_id", "node"], how="left", nulls_equal=True)
+        .filter(~felt)
+        ["_row"]
+    )
+    return _to_context(events, events["_row"].is_in(recovered.implode())).drop("_row")
+
+
+HANG_MARGIN = timedelta(minutes=1)
+"""How long after the hung collective began a fault may still have hung it: the collective
+was already running (a large all-reduce takes seconds) when the fault struck."""
+
+
+GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
+"""The domains of a GPU's own faults (:func:`demote_roots_after_the_hang`)."""
+
+NOTICED_LATE = ("host.node_failure", "storage.filesystem_unavailable")
+"""Causes whose reports are stamped when a timeout ran out, not when the fault began
+(:func:`demote_roots_after_the_hang`): Slurm reports a node that fell silent only after
+``SlurmdTimeout`` (300 s by default), often after the peers' NCCL watchdogs fired; a
+Lustre client reports its lost target after an RPC timeout (100 s and more), an NFS client
+its server after the major timeout (about 180 s with the default ``timeo`` and
+``retrans``), while the rank writing the checkpoint has been stuck all along."""
+
+
+def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
+    """An infrastructure root candidate stamped more than :data:`HANG_MARGIN` after the
+    collective that timed out began (the latest moment a watchdog cascade can have been
+    printed, its ``ts_hi``, minus its ``Timeout(ms)``: an unstamped one inherited an earlier
+    stamp) cannot have hung it: the job was already stuck (rank 0 still tokenising, a deadlock),
+    and a link that flapped thirteen minutes into the wait is ``context``. The stuck rank is
+    then named by the python rules (``straggler.py``). A workload root printed late stays:
+    it may report the stall itself (``DataLoader timed out after 300 seconds``). A report of
+    how long the fault had lasted when it was printed (a CPU "stuck for 74s") dates it by
+    its onset (:func:`_onset`).
+
+    A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
+    another node's, or none) stays: that rank is the one the others waited for, and its
+    GPU failing is why, whatever the node's clock says (one running minutes ahead, with no
+    launch line to place it, stamps the fault after the hang began). Nor does a report made
+    when a timeout ran out (:data:`NOTICED_LATE`: a node the scheduler lost, a filesystem
+    that stopped answering): it dates the notice, and the fault began before it."""
+    if events.is_empty():
+        return events
+    # Narrow frames: only a few rows report a timeout, and only root candidates can move.
+    timeouts = (
+        events.select("attempt_id", "node", "rank", "ranks", "role", "params", "ts_hi")
+        .filter(reports_timeout())
+        .filter(_timeout_ms().is_not_null())
+    )
+    hung = timeouts.group_by("attempt_id").agg(_cascade_began("ts_hi").min().alias("_hung"))
+    if hung.is_empty():
+        return events
+    reporting = (
+        timeouts.drop_nulls("node")
+        .select("attempt_id", "node", pl.coalesce(pl.col("ranks"), pl.concat_list("rank")).alias("_r"))
+        .explode("_r").group_by("attempt_id", "node").agg(pl.col("_r").n_unique().alias("_reported"))
+    )
+    most = reporting.group_by("attempt_id").agg(pl.col("_reported").max().alias("_most"))
+    candidate = (
+        (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE)
+        & ~pl.col("cause").is_in(NOTICED_LATE)
+    )
+    waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most"))
+    late = (
+        events.select("attempt_id", "node", "domain", _onset().alias("_onset"), candidate=candidate)
+        .join(hung, on="attempt_id", how="left", maintain_order="left")
+        .join(reporting, on=["attempt_id", "node"], how="left", maintain_order="left")
+        .join(most, on="attempt_id", how="left", maintain_order="left")
+        .select(pl.col("candidate") & (pl.col("_onset") > pl.col("_hung") + HANG_MARGIN).fill_null(False)
+                & ~waited_for.fill_null(False))
+        .to_series()
+    )
+    return _to_context(events, late)
+
+
+STUCK_S = r'"stuck_s": ?"?([0-9]+)'
+"""The ``stuck_s`` value of a params JSON object (a soft lockup's "stuck for 74s"), as group 1."""
+
+
+def _onset() -> pl.Expr:
+    """When an event's fault began: its stamp, less the time a report says the fault had
+    lasted by then (``stuck_s``: the kernel reports a CPU stuck for 74 s when it has been
+    stuck that long)."""
+    stuck = pl.col("params").str.extract(STUCK_S, 1).cast(pl.Int64, strict=False).fill_null(0)
+    return pl.col("ts") - pl.duration(seconds=stuck)
+
+
+def _to_context(events: pl.DataFrame, mask: pl.Series) -> pl.DataFrame:
+    """``events`` with the rows ``mask`` selects given the role ``context``."""
+    return events.with_columns(pl.when(mask).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
+
+
+def reports_timeout() -> pl.Expr:
+    """Whether an event's params carry a ``timeout_ms`` (NCCL's watchdog reports): a
+    literal search, cheap over every row, before :func:`_timeout_ms` parses the few."""
+    return pl.col("params").str.contains('"timeout_ms"', literal=True).fill_null(False)
+
+
+def _timeout_ms() -> pl.Expr:
+    """A cascade's reported timeout (``timeout_ms`` in its params, the NCCL watchdog's
+    ``Timeout(ms)``); null for other rows (only cascades' params are parsed)."""
+    cascade = pl.col("role") == "cascade"
+    # A regex reads the one key several times faster than a JSON path; params are JSON
+    # objects whose values are strings (extracted groups) or numbers.
+    return pl.when(cascade).then(pl.col("params")).str.extract(TIMEOUT_MS, 1).cast(pl.Int64, strict=False)
+
+
+TIMEOUT_MS = r'"timeout_ms": ?"?(-?[0-9]+)'
+"""The ``timeout_ms`` value of a params JSON object, as group 1."""
+
+
+def _cascade_began(printed: str = "ts") -> pl.Expr:
+    """When a cascade's failure began: a cascade that reports a timeout (``timeout_ms`` in
+    its params, the NCCL watchdog's ``Timeout(ms)``) began that long before it was printed.
+    ``printed`` is ``ts`` (the earliest moment the line can have been printed) or ``ts_hi``
+    (the latest: an unstamped line lies anywhere up to the next stamped one)."""
+    return pl.col(printed) - pl.duration(milliseconds=_timeout_ms().fill_null(0))
+
+
+def failing_since(events: pl.DataFrame, *roots: pl.Expr, skew: timedelta = timedelta(0)) -> pl.DataFrame:
+    """``attempt_id`` and ``_failing``: when each attempt of ``events`` started failing — its
+    first cascade (:func:`_cascade_began`), the first of the events ``roots`` selects, or
+    its end, whichever is first.
+
+    A cascade printed before the attempt started (by more than ``skew``) is not its own: an
+    attempt cannot fail before it runs, and a node's lines from its ``lookback`` window hold
+    the teardown of the job before it there (XID 45 as that job's processes were killed)."""
+    cascade = (pl.col("role") == "cascade") & (pl.col("ts_hi") >= pl.col("start_ts") - skew).fill_null(True)
+    firsts = [_cascade_began().filter(cascade).min(), *(pl.col("ts").filter(r).min() for r in roots)]
+    return events.group_by("attempt_id").agg(pl.min_horizontal(*firsts, pl.col("end_ts").first()).alias("_failing"))
+
+
+def demote_outlived_prestart_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: timedelta) -> pl.DataFrame:
+    """A root candidate stamped before its attempt started (the ``lookback`` window) is the
+    root only of an attempt that started failing within ``fail_at_once`` of its start: a
+    GPU that fell off the bus before the job landed fails it at once. An attempt that ran
+    longer than that had working hardware after the event (a NIC's transmit timeout the
+    driver recovered from, a link that came back), so for it the event is ``context``.
+
+    "Started failing" is the attempt's first cascade, its first root candidate stamped
+    after its start, or its end (:func:`failing_since`).
+    """
+    if events.is_empty():
+        return events
+    root = pl.col("role") == "root_candidate"
+    early = root & (pl.col("ts_hi") < pl.col("start_ts") - skew)
+    if not events.select(early.any()).item():
+        return events
+    later = root & (pl.col("ts_hi") >= pl.col("start_ts") - skew)
+    suspects = events.filter(early)["attempt_id"].unique()
+    failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), later, skew=skew)
+    outlived = (
+        events.join(failing, on="attempt_id", how="left", maintain_order="left")
+        .select(early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once).fill_null(False))
+        .to_series()
+    )
+    return _to_context(events, outlived)
+
+
+CHAIN_HOPS = 3
+"""How many confirmations deep :func:`restore_orphaned_confirmations` follows a chain to its
+root (precedence rules chain at most a few events: CUDA error → XID 13 → XID 94)."""
+
+
+def restore_orphaned_confirmations(events: pl.DataFrame) -> pl.DataFrame:
+    """A confirmation whose preferred event is no root candidate once every rule has run
+    confirms nothing: it is a root candidate again.
+
+    Precedence makes a root candidate the ``confirmation`` of another (``caused_by``); a
+    python rule may later find that other event no root of this attempt (an NVLink5 XID its
+    severity marks ``Nonfatal``, an XID the previous job left on the node). The application's
+    report of the fault (``CUDA error: uncorrectable ECC error``) would then leave the
+    attempt without a root at all.
+    """
+    linked = _with_rows(events).filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+    if linked.is_empty():
+        return events
+    roots = events.filter(pl.col("role") == "root_candidate").select("attempt_id", pl.col("event_id").alias("_at"))
+    orphans = linked.join(roots, left_on=["attempt_id", "caused_by"], right_on=["attempt_id", "_at"], how="anti")
+    if orphans.is_empty():
+        return events
+    # A preferred event that became the confirmation of another root hands its own
+    # confirmations on to that root: the CUDA error XID 13 confirmed, once the XID 94 beside
+    # it on the GPU outranks the XID 13, confirms the XID 94.
+    hops = linked.select("attempt_id", pl.col("event_id").alias("_at"), pl.col("caused_by").alias("_next")).unique(
+        ["attempt_id", "_at"], keep="first", maintain_order=True)
+    target = orphans.select("_row", "attempt_id", pl.col("caused_by").alias("_at"))
+    for _ in range(CHAIN_HOPS):
+        target = target.join(hops, on=["attempt_id", "_at"], how="left", maintain_order="left").select(
+            "_row", "attempt_id", pl.coalesce("_next", "_at").alias("_at"))
+    handed = target.join(roots, on=["attempt_id", "_at"], how="semi")
+    lost = orphans.join(handed, on="_row", how="anti")
+    role = events["role"].scatter(lost["_row"], "root_candidate")
+    caused_by = events["caused_by"].scatter(lost["_row"], None).scatter(handed["_row"], handed["_at"])
+    return events.with_columns(role, caused_by)
