@@ -220,7 +220,8 @@ def clock_offsets(attempts: pl.DataFrame, lines: pl.DataFrame, skew: timedelta) 
     from at least :data:`MIN_PEERS` nodes, agree but for the node clocks. A line belongs to
     the attempt of its job that started nearest it (a requeued job has several), however
     far the node's clock is off. A node whose launch stamp lies further than ``skew`` from
-    the median of them runs that far off. The step reported by most nodes decides (the
+    the median of them runs that far off, provided most of the nodes lie within ``skew`` of
+    it (with half of them on another clock the median is neither's). The step reported by most nodes decides (the
     first of those). The node's logs move by it (the kernel's and daemons' lines, which the
     same syslog clock stamped), and so do the lines of the job's output its ranks stamped
     when those show they read that clock (:func:`on_peer_clocks`).
@@ -246,9 +247,13 @@ def clock_offsets(attempts: pl.DataFrame, lines: pl.DataFrame, skew: timedelta) 
         .sort("attempt_id", "_peers", "_step", descending=[False, True, False])
         .unique("attempt_id", keep="first", maintain_order=True)
     )
+    offset = pl.col("_launch") - pl.col("_median")
     return (
         launches.join(steps, on=["attempt_id", "_step"])
-        .with_columns((pl.col("_launch") - pl.col("_median")).alias("_offset"))
+        .with_columns(offset.alias("_offset"))
+        # The median is the peers' clock only when most of them agree on it: half the nodes
+        # on another zone put it between two groups, and every node would move.
+        .filter((pl.col("_offset").abs() <= skew).sum().over("attempt_id") * 2 > pl.col("_peers"))
         .filter(pl.col("_offset").abs() > skew)
         .select(empty.columns)
         .cast(empty.schema)

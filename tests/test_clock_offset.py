@@ -169,3 +169,11 @@ def test_a_clock_ahead_is_read_off_the_job_output_where_no_launch_line_places_it
     note = next(e for e in v["910"]["evidence"] if e["rule_id"] == "clock_offset")
     assert note["node"] == "m2" and "ahead of" in note["message"]
     assert (v["911"]["domain"], v["911"]["culprit_nodes"]) == ("gpu_memory", ["m5"])
+
+
+def test_nodes_split_evenly_between_two_clocks_move_none(tmp_path):
+    """Two nodes stamp the launch at 10:00, two at 13:00 (a zone landed wrong): the median
+    lies between them, on no node's clock, so no node is moved by it."""
+    logs = _logs(tmp_path, {"n1": "10:00:05", "n2": "10:00:05", "n3": "13:00:05", "n4": "13:00:05"}, "10:20:00")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
+    assert not [e for e in v["evidence"] if e["rule_id"] == "clock_offset"]
