@@ -471,3 +471,37 @@ def test_many_files_land_in_few_parquet_files_and_reland_in_place(tmp_path):
     land_log_files(lake, [jobs], cluster=CLUSTER, year=2026)
     assert lake.scan("observations").collect().height == 400
     assert len(lake.files("observations")) == 1
+
+
+def test_a_requeued_jobs_appended_output_gives_each_run_its_own_nodes(tmp_path):
+    """Run 0 (c02, c03) ends with slurmstepd's node-failure banner; run 1 (c01, c03) appends
+    its output below it. Run 1's NCCL banners carry no stamp and inherit the banner's, from
+    before run 1 started, yet they name c01, where only run 1 ran: they are run 1's. srun's
+    report that run 0's task 0 ran on c03 does not place run 1's task 0, though c03 is one
+    of run 1's nodes too."""
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [
+        {"attempt_id": "slurm/c1/88/0", "job_id": "88", "attempt_index": 0,
+         "start_ts": ts(2026, 12, 6, 17, 0), "end_ts": ts(2026, 12, 6, 18, 0),
+         "nodes": ["c02", "c03"], "n_nodes": 2, "ranks_per_node": 1},
+        {"attempt_id": "slurm/c1/88/1", "job_id": "88", "attempt_index": 1,
+         "start_ts": ts(2026, 12, 6, 18, 2), "end_ts": ts(2026, 12, 6, 19, 0),
+         "nodes": ["c01", "c03"], "n_nodes": 2, "ranks_per_node": 1},
+    ])
+    out = tmp_path / "slurm-88.out"
+    # slurmstepd's banner (Slurm's req.c format), NCCL's bootstrap banner (NVIDIA/nccl-tests#188),
+    # srun's report of a failed task (desihub/desitarget#628)
+    out.write_text(
+        "0: [2026-12-06 17:59:00,000] step 10\n"
+        "srun: error: c03: task 0: Killed\n"
+        "slurmstepd: error: *** JOB 88 ON c02 CANCELLED AT 2026-12-06T18:00:00 DUE TO NODE FAILURE ***\n"
+        "0: c01:4551:4551 [0] NCCL INFO Bootstrap : Using ibs85f0:10.22.0.1<0>\n"
+        "0: loading checkpoint\n"
+        "0: [2026-12-06 18:30:00,000] step 11\n"
+    )
+    land_log_files(lake, [out], cluster=CLUSTER, year=2026)
+    rows = observations(lake).sort("seq").select("seq", "attempt_id", "node").rows()
+    assert rows[3] == (4, "slurm/c1/88/1", "c01")
+    # run 1's task 0 runs on c01 (its first node), not where srun saw run 0's task 0
+    assert rows[5] == (6, "slurm/c1/88/1", "c01")
+    assert rows[0] == (1, "slurm/c1/88/0", "c03")  # run 0's task 0, where srun saw it

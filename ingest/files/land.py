@@ -302,7 +302,8 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
         )
         tied = tied.join(hits.select("_row", "_attempt"), on="_row", how="left", maintain_order="left").with_columns(
             pl.coalesce("_attempt", "attempt_id").alias("attempt_id")
-        )
+        ).drop("_attempt")
+        tied = _on_its_nodes_attempt(tied, cands.join(split_files, on="file", how="semi"))
     placed = cands.select(
         "attempt_id",
         pl.col("ranks_per_node").cast(pl.Int64).alias("_tasks"),
@@ -342,7 +343,8 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
             .when((procs > 0) & (index >= 0)).then(index).alias("_i")
         )
         .join(slots, on=["_a", "_i"], how="left", maintain_order="left")
-        .join(srun_task_nodes(obs), on=["file", "slot"], how="left", maintain_order="left")
+        .join(srun_task_nodes(obs.with_columns(tied["attempt_id"])), on=["file", "attempt_id", "slot"], how="left",
+              maintain_order="left")
         # srun's node must be one of the attempt's (a report copied from another job's output
         # moves nothing).
         .join(slots.select("_a", pl.col("_node").alias("_srun_node"), pl.lit(True).alias("_srun_ok")),
@@ -360,24 +362,54 @@ tasks 2,4-5,7: Terminated``): group 1 the node, group 2 the task ids."""
 
 
 def srun_task_nodes(obs: pl.DataFrame) -> pl.DataFrame:
-    """``file``, ``slot`` and ``_srun_node``: the node srun itself says each task of a job
-    output ran on (:data:`SRUN_TASKS`). It wins over the block distribution, which needs
-    the tasks per node, and the failing tasks are those whose lines matter most."""
+    """``file``, ``attempt_id``, ``slot`` and ``_srun_node``: the node srun itself says each
+    task of a job output ran on (:data:`SRUN_TASKS`), in the attempt the report's line is
+    tied to (a requeued job's next run may place task 0 elsewhere). It wins over the block
+    distribution, which needs the tasks per node, and the failing tasks are those whose
+    lines matter most."""
     reports = obs.filter(pl.col("program") == "srun").select(
-        "file", pl.col("message").str.extract_groups(SRUN_TASKS).alias("_g")
+        "file", "attempt_id", pl.col("message").str.extract_groups(SRUN_TASKS).alias("_g")
     ).unnest("_g").drop_nulls("1")
     ranges = reports.select(
-        "file", short_host(pl.col("1")).alias("_srun_node"), pl.col("2").str.split(",").alias("_piece"),
+        "file", "attempt_id", short_host(pl.col("1")).alias("_srun_node"), pl.col("2").str.split(",").alias("_piece"),
     ).explode("_piece").with_columns(
         pl.col("_piece").str.extract(r"^([0-9]+)", 1).cast(pl.Int32, strict=False).alias("_lo"),
         pl.coalesce(pl.col("_piece").str.extract(r"-([0-9]+)$", 1), pl.col("_piece").str.extract(r"^([0-9]+)", 1))
         .cast(pl.Int32, strict=False).alias("_hi"),
     ).drop_nulls(["_lo", "_hi"])
     return (
-        ranges.select("file", "_srun_node", pl.int_ranges("_lo", pl.col("_hi") + 1, dtype=pl.Int32).alias("slot"))
+        ranges.select("file", "attempt_id", "_srun_node",
+                      pl.int_ranges("_lo", pl.col("_hi") + 1, dtype=pl.Int32).alias("slot"))
         .explode("slot")
-        .unique(["file", "slot"], keep="first", maintain_order=True)
+        .unique(["file", "attempt_id", "slot"], keep="first", maintain_order=True)
     )
+
+
+def _on_its_nodes_attempt(tied: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
+    """``tied`` with each line of a file split between attempts (a requeued job's appended
+    output) that names a node its time-assigned attempt did not run on, but another of the
+    file's attempts did, moved to that attempt (the one that started nearest the line's
+    stamp): the next run's NCCL banners inherit the stamp of the last run's cancellation
+    banner above them, before that run started."""
+    runs_on = cands.select("file", pl.col("attempt_id").alias("_other"), "start_ts", pl.col("nodes").alias("node")) \
+        .explode("node")
+    stray = (
+        tied.filter(pl.col("node").is_not_null() & pl.col("_split").fill_null(False))
+        .select("_row", "file", short_host(pl.col("node")).alias("node"), "ts", "attempt_id")
+        .join(runs_on.select("file", pl.col("_other").alias("attempt_id"), "node"),
+              on=["file", "attempt_id", "node"], how="anti")
+    )
+    if stray.is_empty():
+        return tied
+    moved = (
+        stray.join(runs_on, on=["file", "node"])
+        .sort("_row", (pl.col("start_ts") - pl.col("ts")).abs(), "_other")
+        .unique("_row", keep="first", maintain_order=True)
+        .select("_row", "_other")
+    )
+    return tied.join(moved, on="_row", how="left", maintain_order="left").with_columns(
+        pl.coalesce("_other", "attempt_id").alias("attempt_id")
+    ).drop("_other")
 
 
 YEAR_SLACK = timedelta(days=1)
