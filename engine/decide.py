@@ -212,7 +212,9 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         .join(naming, on=["rule_id", "event"], how="left")
         .group_by("attempt_id")
         .agg(
-            _sorted_unique("node").alias("culprit_nodes"),
+            # A line that never names its node (slurmstepd's "DUE TO NODE FAILURE" banner,
+            # printed on the batch host) adds none beside one that does.
+            pl.col("node").filter(names.fill_null("") != "never").drop_nulls().unique().sort().alias("culprit_nodes"),
             _sorted_unique("gpu").alias("culprit_gpus"),
             _sorted_unique("port").alias("culprit_ports"),
             _sorted_unique("rank").alias("culprit_ranks"),
@@ -222,7 +224,7 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
         # Culprit events that all never name their node (a job's own cgroup OOM, seen by
         # the kernel and by slurmstepd), or a shared service reported from several nodes,
         # leave the nodes out; one event that does name its node (a node-wide OOM kill
-        # beside slurmstepd's count of it) keeps them.
+        # beside slurmstepd's count of it) keeps its own.
         .join(shared, on="attempt_id", how="left")
         .with_columns(~(pl.col("_never") | pl.col("_shared").fill_null(False)).alias("names_node"))
         .drop("_never", "_shared")

@@ -13,8 +13,9 @@ attempt's end (when Slurm gave up on it; the failure itself lies somewhere befor
 
 Only attempts left without a root candidate that names a node get this event: a line
 naming the fault (a power-off, a kernel panic, an XID) says more than a reboot does, while
-Slurm's own "DUE TO NODE FAILURE" line in the job output names only the node it printed
-on, if any; where that line named none, it becomes a confirmation of the node found. The
+Slurm's own "DUE TO NODE FAILURE" line (:data:`BANNER_RULE`) names only the node it was
+printed on, if any (the batch host, in slurmstepd's syslog); it becomes a confirmation of
+the node found. The
 boots and stalls are looked up among the attempt's own events and the lake's past events
 (``context.history``), since a reboot usually comes after the attempt's window closed.
 
@@ -45,6 +46,8 @@ REBOOT_WITHIN = timedelta(hours=2)
 REBOOT_SOON = timedelta(minutes=30)
 """How soon after an attempt ended the silent shared end of its failing connections booted
 again for its death to be the cause (a crashed node's watchdog or BMC restarts it)."""
+BANNER_RULE = "scheduler.slurm_cancelled_node_failure"
+"""slurmstepd's "DUE TO NODE FAILURE" banner: it says a node failed, never which."""
 SILENT_END_EVENT = "network.ib_common_peer"
 """``ib_peer.py``'s root for the node every failing connection names, which reported nothing."""
 STALL_EVENTS = ["host.rcu_stall", "host.soft_lockup"]
@@ -61,9 +64,9 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     lost = context.attempts.filter(pl.col("state") == "node_fail")
     if lost.is_empty():
         return events
-    # Slurm's node-failure lines that name no node leave the attempt open to this rule.
-    unnamed = (pl.col("event") == "host.node_failure") & pl.col("node").is_null()
-    lost = lost.join(rooted_attempts(events.select("attempt_id", "role", "event", "node").filter(~unnamed)), on="attempt_id", how="anti")
+    # Slurm's node-failure lines that name no failed node leave the attempt open to this rule.
+    unnamed = (pl.col("event") == "host.node_failure") & (pl.col("node").is_null() | (pl.col("rule_id") == BANNER_RULE))
+    lost = lost.join(rooted_attempts(events.select("attempt_id", "role", "event", "node", "rule_id").filter(~unnamed)), on="attempt_id", how="anti")
     signs = known_events(events, context, [BOOT_EVENT, *STALL_EVENTS], ["cluster", "node", "ts", "origin", "source", "event"])
     if lost.is_empty() or signs.is_empty():
         return events

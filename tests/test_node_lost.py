@@ -23,6 +23,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 706|706|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T08:15:00|n[13-15]|gres/gpu=24,node=3
 707|707|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T08:40:00|n[16-18]|gres/gpu=24,node=3
 708|708|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T08:40:00|n[19-21]|gres/gpu=24,node=3
+709|709|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[22-23]|gres/gpu=16,node=2
+710|710|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[24-25]|gres/gpu=16,node=2
 """
 # tree_stall.h's report, as cilium/tetragon#328 shows it
 RCU_STALL = "kernel: [  103.087243] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"
@@ -90,6 +92,14 @@ def verdicts(tmp_path_factory):
             + f"0: [2026-11-20 08:29:30,000] {ITERATION}\n"
             + "".join(retry_exceeded(r, node, address) + "\n" for r, node in ((3, first), (19, last)))
         )
+    # slurmstepd's banner in the batch host's own syslog (n22, n24) names the host it ran
+    # on, not the node that failed: n23 booted after job 709; nothing names job 710's.
+    for batch, other, job in (("n22", "n23", "709"), ("n24", "n25", "710")):
+        banner = (f"slurmstepd[5120]: error: *** JOB {job} ON {batch} CANCELLED AT 2026-11-20T09:00:00 "
+                  "DUE TO NODE FAILURE, SEE SLURMCTLD LOG FOR DETAILS ***")
+        (logs / f"{batch}.log").write_text(syslog(batch, ("07:50:00", ALIVE), ("09:00:00", banner)))
+        last = ("09:20:00", f"kernel: {BOOT}") if other == "n23" else ("09:30:00", ALIVE)
+        (logs / f"{other}.log").write_text(syslog(other, ("07:50:00", ALIVE), last))
     # Landed the way its file names no host: `--node` the controller.
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), more=((ctld, {"node": "ctl01"}),))
 
@@ -114,6 +124,14 @@ def test_a_node_that_reported_a_cpu_stall_during_a_node_fail_is_the_lost_node(ve
     assert "stalled CPU" in next(e["message"] for e in v["evidence"] if e["rule_id"] == "node_lost")
     roles = role_of(v, "node_lost"), role_of(v, "scheduler.slurm_cancelled_node_failure")
     assert roles == ("root_candidate", "confirmation")
+
+
+def test_slurmstepds_banner_in_the_batch_hosts_syslog_does_not_name_the_batch_host(verdicts):
+    v = verdicts["709"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.node_failure", ["n23"])
+    assert role_of(v, "scheduler.slurm_cancelled_node_failure") == "confirmation"
+    v = verdicts["710"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.node_failure", [])
 
 
 def test_a_stall_after_the_attempt_ended_names_no_node(verdicts):
