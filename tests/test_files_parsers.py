@@ -309,6 +309,22 @@ def test_detectron2_stamps_without_a_year(tmp_path):
     ]
 
 
+def test_torchtitan_stamps_behind_its_logger_tag(tmp_path):
+    lines = [
+        # https://github.com/pytorch/torchtitan/pull/4628
+        "[rank0]:[titan] 2026-09-11 23:05:41,719 - torchtitan.distributed.utils - WARNING - ENV[TORCH_NCCL_ASYNC_ERROR_HANDLING] = 1 will be overridden to 3 based on job config",
+        "[rank0]:[titan] 2026-09-11 23:05:44,762 - torchtitan.trainer - INFO - Building llama3 debugmodel",
+        # a bracketed tag with no stamp behind it stays on the line
+        "[rank0]:[titan] Building llama3 debugmodel",
+    ]
+    obs = read_log_file(write(tmp_path / "train.log", lines), source="app").observations
+    building = datetime(2026, 9, 11, 23, 5, 44, 762000, tzinfo=UTC)
+    assert obs["ts"].to_list() == [datetime(2026, 9, 11, 23, 5, 41, 719000, tzinfo=UTC), building, building]
+    assert obs["ts_source"].to_list() == ["line", "line", "inferred"]
+    assert obs["message"][1] == "- torchtitan.trainer - INFO - Building llama3 debugmodel"
+    assert obs["message"][2] == "[titan] Building llama3 debugmodel"
+
+
 def test_vllm_stamps_and_process_tags(tmp_path):
     """vLLM stamps its lines ``LEVEL MM-DD HH:MM:SS [file:line]`` (no year; the bracket
     came with its v1 engine) behind the process tag its workers and Ray print."""

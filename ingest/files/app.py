@@ -17,7 +17,8 @@ Lines are free text behind optional prefixes, peeled off in this order:
 3. a stamp, after any spaces (Megatron-LM prints `` [2026-11-30 15:32:38] iteration …``):
    glog/PyTorch ``[E1130 15:32:38.123456 12345 file.cpp:123]`` (no year, rolled over like
    RFC 3164; PyTorch prints the month unpadded: ``E205`` is 5 February), Python logging
-   ``[2026-11-30 15:32:38,123]``, any ISO-8601 stamp, detectron2's
+   ``[2026-11-30 15:32:38,123]``, any ISO-8601 stamp (also behind a logger's tag, as
+   TorchTitan's ``[titan] 2026-09-11 23:05:40,871 - …``), detectron2's
    ``[07/21 10:31:18 d2.utils.events]:`` or vLLM's ``INFO 07-23 19:34:48 [file.py:289]``
    (no year either), after any process tag Ray and vLLM print (``(VllmWorker rank=3
    pid=406) ``);
@@ -60,7 +61,7 @@ BROKEN_LAUNCHER = r"^(?:\[[0-9]+\] )?\[(?:rank|default)[^\]]*\]:"
 STAMP = (
     r" *(?:"
     r"\[?[IWEF](?P<gmon>[0-9]{1,2})(?P<gday>[0-9]{2}) (?P<gtime>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
-    r"|\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)\]?:?"
+    r"|(?:\[[A-Za-z][\w.-]*\] )?\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)\]?:?"
     r"|\[(?P<dmon>[0-9]{2})/(?P<dday>[0-9]{2}) (?P<dtime>[0-9]{2}:[0-9]{2}:[0-9]{2})(?: [\w.]+)?\]:?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<vmon>[0-9]{2})-(?P<vday>[0-9]{2}) (?P<vtime>[0-9]{2}:[0-9]{2}:[0-9]{2})"
     r" \[?[^\s\]]+:[0-9]+\]"
