@@ -25,6 +25,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 708|708|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T08:40:00|n[19-21]|gres/gpu=24,node=3
 709|709|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[22-23]|gres/gpu=16,node=2
 710|710|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[24-25]|gres/gpu=16,node=2
+711|711|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[26-27]|gres/gpu=16,node=2
 """
 # tree_stall.h's report, as cilium/tetragon#328 shows it
 RCU_STALL = "kernel: [  103.087243] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"
@@ -34,6 +35,7 @@ RETRY_EXCEEDED = ("{r}: {node}:3468:3905 [3] ib_plugin.c:1615 NCCL WARN NET/IB :
 # slurmctld.log, as clustervision/trinity#506 shows it
 CTLD = """[2026-11-20T08:57:20.846] error: Nodes n12 not responding
 [2026-11-20T09:00:00.284] error: Nodes n12 not responding, setting DOWN
+[2026-11-20T08:59:59.120] error: Nodes n27 not responding, setting DOWN
 """
 
 
@@ -100,6 +102,10 @@ def verdicts(tmp_path_factory):
         (logs / f"{batch}.log").write_text(syslog(batch, ("07:50:00", ALIVE), ("09:00:00", banner)))
         last = ("09:20:00", f"kernel: {BOOT}") if other == "n23" else ("09:30:00", ALIVE)
         (logs / f"{other}.log").write_text(syslog(other, ("07:50:00", ALIVE), last))
+    # Job 711 was requeued when n27 went DOWN: the survivor's banner came a second later.
+    (logs / "slurm-711.out").write_text(
+        f"[2026-11-20 08:10:00,000] {ITERATION}\n"
+        "slurmstepd: error: *** JOB 711 ON n26 CANCELLED AT 2026-11-20T09:00:00 DUE TO JOB REQUEUE ***\n")
     # Landed the way its file names no host: `--node` the controller.
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), more=((ctld, {"node": "ctl01"}),))
 
@@ -145,6 +151,14 @@ def test_the_controllers_report_names_the_node_it_set_down_not_the_controller(ve
     assert [(e["node"], e["event"], e["role"]) for e in down] == [
         ("n12", "host.node_not_responding", "context"), ("n12", "host.node_failure", "root_candidate"),
     ]
+
+
+def test_the_requeue_that_followed_a_lost_node_is_its_cascade_not_a_rival(verdicts):
+    v = verdicts["711"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["alternatives"]) == ("host", "host.node_failure", ["n27"], [])
+    # Neither node left a log of its own (incomplete coverage), as for job 705.
+    assert v["quality"] == verdicts["705"]["quality"] == "probable"
+    assert role_of(v, "scheduler.slurm_cancelled_due_to") == "cascade"
 
 
 def test_the_survivors_that_confirm_a_lost_node_are_not_its_culprit_ranks(verdicts):
