@@ -81,11 +81,16 @@ def _service() -> pl.Expr:
     return pl.coalesce(pl.col("params").str.extract(rf'"{key}": ?"([^"]*)"', 1) for key in SERVICE_PARAMS)
 
 
-def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.DataFrame | None = None) -> pl.DataFrame:
+def select_root_cause(
+    events: pl.DataFrame, config: EngineConfig, naming: pl.DataFrame | None = None,
+    idle: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """Per attempt: the root event, its culprits, and competing alternatives.
 
     ``events`` are correlated events (one row per attempt × event) with ``_row``, each
-    row's index. Returns one row per attempt that has a root candidate: ``root_event_id``,
+    row's index. ``idle``: extracted events of the same days that no attempt holds (node
+    lines outside every attempt's window, as the events table keeps them): a shared
+    service's other clients include the nodes that ran no job then. Returns one row per attempt that has a root candidate: ``root_event_id``,
     ``root_ts``, ``domain``, ``cause``, ``root_action``, ``culprit_*`` lists, ``root_rows``
     (the ``_row`` of the culprit events), ``names_node`` (false when the culprit events'
     rules say the nodes are not at fault: ``naming`` is
@@ -178,16 +183,20 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     names = pl.col("names_node")
     # A shared service (``alone``) that several nodes report with the root's cause is the
     # service's failure, not a node's: several nodes of the attempt at any time of it
-    # (clients notice a dead server at their own pace), or nodes of the other attempts of
-    # the run within :data:`SHARED_WINDOW` of the root (the same storage target evicting the
-    # clients of three jobs), as a root candidate or as context (a client that lost its
-    # session and got it back still saw the service go).
+    # (clients notice a dead server at their own pace), or other nodes within
+    # :data:`SHARED_WINDOW` of the root, those of the run's other attempts or of none (the
+    # same storage target evicting the clients of three jobs and of the idle nodes that
+    # mount it), as a root candidate or as context (a client that lost its session and got
+    # it back still saw the service go).
     alone = naming.filter(names == "alone")
-    reports = events.lazy().filter(
-        pl.col("rule_id").is_in(alone["rule_id"].implode()) & pl.col("role").is_in(["root_candidate", "context"])
-        & (pl.col("ts") <= pl.col("end_ts") + skew)
-    ).select("attempt_id", "cluster", "rule_id", "event", "cause", "node", "ts", _service().alias("_service")).collect().join(
-        alone, on=["rule_id", "event"], how="semi")
+    service_report = pl.col("rule_id").is_in(alone["rule_id"].implode()) & pl.col("role").is_in(["root_candidate", "context"])
+    reported = ["cluster", "rule_id", "event", "cause", "node", "ts", _service().alias("_service")]
+    reports = events.lazy().filter(service_report & (pl.col("ts") <= pl.col("end_ts") + skew)).select(
+        "attempt_id", *reported).collect().join(alone, on=["rule_id", "event"], how="semi")
+    idle_reports = (
+        idle.lazy().filter(service_report & pl.col("attempt_id").is_null()).select(reported).collect()
+        .join(alone, on=["rule_id", "event"], how="semi") if idle is not None else reports.drop("attempt_id").head(0)
+    )
     root_service = candidates.select("event_id", _service().alias("root_service")).unique("event_id")
     roots = first.select("attempt_id", "root_event_id", "root_cause", "root_ts", "root_cluster").join(
         root_service, left_on="root_event_id", right_on="event_id", how="left")
@@ -200,7 +209,8 @@ def select_root_cause(events: pl.DataFrame, config: EngineConfig, naming: pl.Dat
     # The same service: the same Lustre target, NFS server or MDS, or both naming none.
     same_service = pl.col("_service").eq_missing(pl.col("root_service"))
     in_fleet = (
-        reports.select("cluster", "cause", "node", "ts", "_service").unique()
+        pl.concat([reports.select(idle_reports.columns), idle_reports])
+        .select("cluster", "cause", "node", "ts", "_service").unique()
         .join(roots, left_on=["cluster", "cause"], right_on=["root_cluster", "root_cause"])
         .filter(((pl.col("ts") - pl.col("root_ts")).abs() <= SHARED_WINDOW) & same_service)
         .group_by("attempt_id")
@@ -334,17 +344,20 @@ def decide(
     coverage: pl.DataFrame,
     pack: RulePack,
     config: EngineConfig,
+    idle: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The verdicts: one row per attempt with the results columns (minus run id/time).
 
     ``attempts``: the scoped attempts (+ ``cluster``). ``events``: correlated, re-labelled
     events. ``coverage``: ``attempt_id``, ``coverage`` (list of structs) and
     ``coverage_complete`` (bool). ``pack``: its state rules give the fallback roots, its
-    outcomes' ``names_node`` which roots name no culprit node.
+    outcomes' ``names_node`` which roots name no culprit node. ``idle``: the extracted
+    events the attempts were correlated from, whose lines no attempt holds are read for
+    other clients of a shared service (:func:`select_root_cause`).
     """
     # One integer key per (attempt, event) row: the evidence finds its roots by it.
     events = events.with_row_index("_row")
-    roots = select_root_cause(events, config, pack.node_naming())
+    roots = select_root_cause(events, config, pack.node_naming(), idle)
     fallback = state_fallback(attempts, pack.state)
     # A symptom linked to any of the reports the root stands for corroborates it: the driver
     # prints XID 79 and its plain "fallen off the bus" line at one instant, and the cascades

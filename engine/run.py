@@ -441,7 +441,7 @@ def attribute(
     attribution call it directly.
     """
     correlated = correlate(attempts, events, pack, config, history)
-    return decide(attempts, correlated, coverage, pack, config), correlated
+    return decide(attempts, correlated, coverage, pack, config, events), correlated
 
 
 def correlate(
@@ -770,7 +770,7 @@ def run_attribution(
             failures = connector_failures(lake, part, config, failing)
             coverage = side.submit(coverage_from_counts, part, per_hour, per_attempt, failures, config)
             correlated = correlate(part, events, pack, config, history=past.history(located), launches=launches)
-            verdicts = decide(part, correlated, coverage.result(), pack, config)
+            verdicts = decide(part, correlated, coverage.result(), pack, config, events)
             del events, launches
             located = pl.concat([located, correlated.filter(
                 pl.col("attempt_id").is_not_null() & (pl.col("gpu").is_not_null() | pl.col("port").is_not_null())

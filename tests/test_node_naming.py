@@ -2,7 +2,7 @@
 kill names the node, also beside slurmstepd's count of it; a cgroup OOM kill (the job's own
 memory limit) does not, nor does slurmstepd's count alone; a file server
 that one node reports names that node, one that several nodes of the job report (as a root or
-as context) names none;
+as context), or nodes of other jobs or of none, names none;
 a quota names no node. Also: a contained ECC error (XID 94) before the attempt started is the
 previous job's. Landed through the Slurm connector and the files landing, attributed by a
 run."""
@@ -50,6 +50,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 608|608|train|bob|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n11|gres/gpu=8,node=1
 609|609|train|carol|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n12|gres/gpu=8,node=1
 610|610|train|dave|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|Orion-01-[01-02]|gres/gpu=16,node=2
+611|611|train|erin|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n13|gres/gpu=8,node=1
 """
 
 
@@ -78,6 +79,9 @@ def verdicts(tmp_path_factory):
     # One metadata target lost by the clients of two jobs four minutes apart: the server's.
     (logs / "n11.log").write_text(_kernel("n11", "10:20:00", LUSTRE_LOST))
     (logs / "n12.log").write_text(_kernel("n12", "10:24:00", LUSTRE_LOST))
+    # n13's job lost a server that n14, running no job, lost a minute later.
+    (logs / "n13.log").write_text(_kernel("n13", "10:20:00", NFS_DOWN.replace("192.168.1.229", "192.168.1.232")))
+    (logs / "n14.log").write_text(_kernel("n14", "10:21:00", NFS_DOWN.replace("192.168.1.229", "192.168.1.232")))
     (logs / "slurm-607.out").write_text(f"0: [2026-11-20 10:29:00,000] {ESHUTDOWN}\n")
     # Slurm's NodeName is Orion-01-01; the node's syslog says orion-01-01 (hafs-community/HAFS#101
     # shows both spellings in one job's output).
@@ -141,6 +145,11 @@ def test_a_storage_target_the_clients_of_other_jobs_lost_too_names_no_node(verdi
     target go from another node minutes later: the server failed, not a client."""
     for job in ("608", "609"):
         assert (verdicts[job]["cause"], verdicts[job]["culprit_nodes"]) == ("storage.filesystem_unavailable", [])
+
+
+def test_a_file_server_an_idle_node_lost_too_names_no_node(verdicts):
+    """The node that ran no job is a client of the server all the same."""
+    assert (verdicts["611"]["cause"], verdicts["611"]["culprit_nodes"]) == ("storage.filesystem_unavailable", [])
 
 
 def test_node_names_match_whatever_their_case(verdicts):

@@ -95,8 +95,9 @@ class Outcome(_Strict):
     """Whether a root from this outcome names its node (and GPU, port) as a culprit:
     ``always`` (the default); ``never`` when the fault is not the node's (the job's own
     cgroup memory limit, a quota); ``alone`` when the line reports a shared service (a file
-    server): the node is named while it is the only one of the attempt reporting it, and
-    none is once several of its nodes report it (the service is at fault, not the nodes)."""
+    server): the node is named while it is the only one reporting it, and none is once
+    several of the attempt's nodes, or other nodes within minutes, report it (the service is
+    at fault, not the nodes)."""
 
     @field_validator("cause")
     @classmethod
