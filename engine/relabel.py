@@ -425,31 +425,52 @@ def failing_since(events: pl.DataFrame, *roots: pl.Expr, skew: timedelta = timed
     return events.group_by("attempt_id").agg(pl.min_horizontal(*firsts, pl.col("end_ts").first()).alias("_failing"))
 
 
-def demote_outlived_prestart_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: timedelta) -> pl.DataFrame:
-    """A root candidate stamped before its attempt started (the ``lookback`` window) is the
-    root only of an attempt that started failing within ``fail_at_once`` of its start: a
-    GPU that fell off the bus before the job landed fails it at once. An attempt that ran
-    longer than that had working hardware after the event (a NIC's transmit timeout the
-    driver recovered from, a link that came back), so for it the event is ``context``.
+RECOVERING_CAUSES = ("network.nic_tx_timeout",)
+"""Causes of faults the hardware recovers from by itself (the driver resets a transmit queue
+that timed out): a job that went on working long after one did not die of it."""
 
-    "Started failing" is the attempt's first cascade, its first root candidate stamped
-    after its start, or its end (:func:`failing_since`).
+
+def demote_outlived_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: timedelta) -> pl.DataFrame:
+    """Root candidates the attempt outlived become ``context``.
+
+    One stamped before its attempt started (the ``lookback`` window) is the root only of an
+    attempt that started failing within ``fail_at_once`` of its start: a GPU that fell off
+    the bus before the job landed fails it at once. An attempt that ran longer than that had
+    working hardware after the event (a link that came back), so for it the event is
+    ``context``. So is a fault of :data:`RECOVERING_CAUSES` during the attempt that started
+    failing more than ``fail_at_once`` after it, when another root candidate stands there
+    (a NIC's transmit queue reset three hours before a CUDA out-of-memory error); with no
+    other root, nothing else explains the failure, and the fault stays.
+
+    "Started failing" is the attempt's first cascade, its first root candidate not of those
+    causes stamped after its start, or its end (:func:`failing_since`).
     """
     if events.is_empty():
         return events
     root = pl.col("role") == "root_candidate"
     early = root & (pl.col("ts_hi") < pl.col("start_ts") - skew)
-    if not events.select(early.any()).item():
+    recovering = root & ~early & pl.col("cause").is_in(RECOVERING_CAUSES)
+    if not events.select((early | recovering).any()).item():
         return events
+    events = _with_rows(events)
     later = root & (pl.col("ts_hi") >= pl.col("start_ts") - skew)
-    suspects = events.filter(early)["attempt_id"].unique()
-    failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), later, skew=skew)
-    outlived = (
-        events.join(failing, on="attempt_id", how="left", maintain_order="left")
-        .select(early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once).fill_null(False))
-        .to_series()
+    suspects = events.filter(early | recovering)["attempt_id"].unique()
+    concerned = events.filter(pl.col("attempt_id").is_in(suspects.implode()))
+    failing = failing_since(concerned, later & ~pl.col("cause").is_in(RECOVERING_CAUSES), skew=skew)
+    after = (
+        concerned.filter(later & ~pl.col("cause").is_in(RECOVERING_CAUSES))
+        .group_by("attempt_id").agg(pl.col("ts").max().alias("_last_root"))
     )
-    return _to_context(events, outlived)
+    outlived_start = early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once)
+    outlived_fault = (
+        recovering & (pl.col("_failing") > pl.col("ts_hi") + fail_at_once)
+        & (pl.col("_last_root") > pl.col("ts_hi") + fail_at_once)
+    )
+    outlived = (
+        concerned.join(failing, on="attempt_id", how="left").join(after, on="attempt_id", how="left")
+        .filter((outlived_start | outlived_fault).fill_null(False))["_row"]
+    )
+    return _to_context(events, events["_row"].is_in(outlived.implode())).drop("_row")
 
 
 CHAIN_HOPS = 3

@@ -35,7 +35,7 @@ from engine.extract import lake_events, landing_derivation
 from engine.fleet import FLEET_COLUMNS, HISTORY_COLUMNS, apply_fleet_notes, fleet_notes
 from engine.metrics import metric_events
 from engine.relabel import (
-    apply_precedence, apply_suppress, demote_outlived_prestart_roots, demote_recovered_outages,
+    apply_precedence, apply_suppress, demote_outlived_roots, demote_recovered_outages,
     demote_roots_after_the_hang, relink_orphaned_cascades, restore_orphaned_confirmations,
 )
 from engine.rules.loader import RulePack, load_rule_pack
@@ -463,7 +463,7 @@ def correlate(
     correlated = apply_precedence(correlated, pack.precedence, skew)
     correlated = demote_recovered_outages(correlated, skew)
     correlated = demote_roots_after_the_hang(correlated)
-    correlated = demote_outlived_prestart_roots(correlated, timedelta(seconds=config.seconds("fail_at_once")), skew)
+    correlated = demote_outlived_roots(correlated, timedelta(seconds=config.seconds("fail_at_once")), skew)
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())
     correlated = restore_orphaned_confirmations(run_python_rules(correlated, pack.python, context))
     return relink_orphaned_cascades(correlated, pack.suppress, skew, [loaded.rule.id for loaded in pack.python])
