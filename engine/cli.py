@@ -50,9 +50,10 @@ SourceOpt = Annotated[
     str | None,
     typer.Option("--source", help="Force the format: syslog, journald, kmsg, app, kubectl (default: detect per file)."),
 ]
-TimezoneOpt = Annotated[str, typer.Option(
-    "--timezone", help="IANA zone of stamps without one (RFC 3164, glog, dmesg -T), e.g. America/Chicago.",
-)]
+TIMEZONE_HELP = "IANA zone of stamps without one (RFC 3164, glog, dmesg -T), e.g. America/Chicago."
+TimezoneOpt = Annotated[str, typer.Option("--timezone", help=TIMEZONE_HELP)]
+ZONELESS_SOURCES = ("syslog", "app", "kmsg")
+"""Formats whose stamps may carry no zone (RFC 3164, most application logs, ``dmesg -T``)."""
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
@@ -274,7 +275,7 @@ def ingest_files(
     boot_time: Annotated[
         datetime | None, typer.Option("--boot-time", help="Boot time for dmesg monotonic stamps (UTC).")
     ] = None,
-    timezone: TimezoneOpt = "UTC",
+    timezone: Annotated[str | None, typer.Option("--timezone", help=f"{TIMEZONE_HELP} Default UTC.")] = None,
 ) -> None:
     """Land local log files (syslog, journald JSON, dmesg, app logs, kubectl logs)."""
     from engine.oneshot import IngestCounts
@@ -284,9 +285,14 @@ def ingest_files(
     counts = IngestCounts()
     report = land_log_files(landing_lake(lake), paths, cluster=cluster, source=source, node=node,
                             node_pattern=node_pattern, attempt_id=attempt, year=year, boot_time=boot_time,
-                            timezone=timezone)
+                            timezone=timezone or "UTC")
     counts.add_files(report)
     _print_ingest(counts)
+    landed = report.table.filter(pl.col("landed") > 0)
+    if timezone is None and landed["source"].is_in(ZONELESS_SOURCES).any():
+        # A site's nodes often log local time: a wrong zone moves every line hours off its job.
+        err.print("stamps without a zone were read as UTC; land the files again with --timezone "
+                  "if their hosts log another zone")
     for file in report.flagged():
         if file.rejected and not file.landed:
             err.print(f"warning: {file.path}: every line was rejected as {file.source} (see the rejects table); "

@@ -90,8 +90,9 @@ def select_root_cause(
     ``events`` are correlated events (one row per attempt × event) with ``_row``, each
     row's index. ``idle``: extracted events of the same days that no attempt holds (node
     lines outside every attempt's window, as the events table keeps them): a shared
-    service's other clients include the nodes that ran no job then. Returns one row per attempt that has a root candidate: ``root_event_id``,
-    ``root_ts``, ``domain``, ``cause``, ``root_action``, ``culprit_*`` lists, ``root_rows``
+    service's other clients include the nodes that ran no job then. Returns one row per
+    attempt that has a root candidate: ``root_event_id``, ``root_ts``, ``domain``,
+    ``cause``, ``root_action``, ``culprit_*`` lists, ``root_rows``
     (the ``_row`` of the culprit events), ``names_node`` (false when the culprit events'
     rules say the nodes are not at fault: ``naming`` is
     :meth:`engine.rules.loader.RulePack.node_naming`), ``alternatives`` (list of structs)

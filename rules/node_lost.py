@@ -15,9 +15,9 @@ Only attempts left without a root candidate that names a node get this event: a 
 naming the fault (a power-off, a kernel panic, an XID) says more than a reboot does, while
 Slurm's own "DUE TO NODE FAILURE" line (:data:`BANNER_RULE`) names only the node it was
 printed on, if any (the batch host, in slurmstepd's syslog); it becomes a confirmation of
-the node found. The
-boots and stalls are looked up among the attempt's own events and the lake's past events
-(``context.history``), since a reboot usually comes after the attempt's window closed.
+the node found. The boots and stalls are looked up among the attempt's own events and the
+lake's past events (``context.history``), since a reboot usually comes after the attempt's
+window closed.
 
 A node can die before Slurm notices: its peers' NCCL connections to it give up within
 seconds (``NET/IB … retry`` errors naming its address), the job fails, and sacct says

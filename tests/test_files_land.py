@@ -237,6 +237,20 @@ def test_lines_with_no_node_and_no_attempt_are_reported_unplaced(tmp_path):
     assert f"warning: {log}: 1 of 1 lines (kmsg) name no node and tie to no attempt" in " ".join(result.output.split())
 
 
+def test_landing_zoneless_stamps_without_a_timezone_says_they_were_read_as_utc(tmp_path):
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    log = tmp_path / "dmesg.txt"
+    log.write_text(DMESG_T[0] + "\n")
+    land = ["ingest", "files", str(log), "--lake", str(tmp_path / "cli"), "--cluster", CLUSTER, "--node", "gpu-a"]
+    note = "stamps without a zone were read as UTC"
+    assert note in " ".join(CliRunner().invoke(app, land).output.split())
+    given = CliRunner().invoke(app, [*land, "--timezone", "America/Chicago"])
+    assert given.exit_code == 0 and note not in " ".join(given.output.split())
+
+
 def test_node_pattern_names_each_files_node_from_its_path(tmp_path):
     """One landing of several nodes' kernel logs: the node comes from each path (lines that
     name their host keep it), and a pattern that misses a path fails before anything lands."""
