@@ -192,13 +192,19 @@ def test_every_sample_line_is_an_observation_or_a_reject(demo_lake):
         assert counts.get(str(path.resolve()), 0) == lines, path
 
 
-def test_an_attempt_without_observations_is_insufficient_and_names_the_missing_sources(tmp_path):
-    lake = Lake(tmp_path / "lake")
+def _failed_job_context(tmp_path, nodes: str):
+    """A static context file of one failed job (7, on ``nodes``) on 2026-11-28."""
     context = tmp_path / "ctx.yaml"
     context.write_text(
         "cluster: c\nattempts:\n  - job_id: '7'\n    start: 2026-11-28T10:00:00Z\n"
-        "    end: 2026-11-28T11:00:00Z\n    state: FAILED\n    exit_code: '1:0'\n    nodes: 'n[1-2]'\n"
+        f"    end: 2026-11-28T11:00:00Z\n    state: FAILED\n    exit_code: '1:0'\n    nodes: '{nodes}'\n"
     )
+    return context
+
+
+def test_an_attempt_without_observations_is_insufficient_and_names_the_missing_sources(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    context = _failed_job_context(tmp_path, "n[1-2]")
     result = runner.invoke(app, ["ingest", "static", str(context), "--lake", str(lake.root)])
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["run", "--lake", str(lake.root), "--day", "2026-11-28", "--json"])
@@ -211,11 +217,7 @@ def test_an_attempt_without_observations_is_insufficient_and_names_the_missing_s
 
 def test_a_run_deletes_the_scratch_folder_a_killed_run_left(tmp_path):
     lake = Lake(tmp_path / "lake")
-    context = tmp_path / "ctx.yaml"
-    context.write_text(
-        "cluster: c\nattempts:\n  - job_id: '7'\n    start: 2026-11-28T10:00:00Z\n"
-        "    end: 2026-11-28T11:00:00Z\n    state: FAILED\n    exit_code: '1:0'\n    nodes: n1\n"
-    )
+    context = _failed_job_context(tmp_path, "n1")
     land_static_context(lake, context)
     # What a run killed mid-way leaves: tempfile's folder named after its run id.
     stale = Path(tempfile.mkdtemp(prefix=".run-20261128T120000Z-0a1b2c-", dir=lake.root))
