@@ -96,7 +96,8 @@ def select_root_cause(
     (the ``_row`` of the culprit events), ``names_node`` (false when the culprit events'
     rules say the nodes are not at fault: ``naming`` is
     :meth:`engine.rules.loader.RulePack.node_naming`), ``alternatives`` (list of structs)
-    and ``alternative_gpus`` / ``alternative_ports`` (the competing candidates' units).
+    and ``alternative_nodes`` / ``alternative_gpus`` / ``alternative_ports`` (the competing
+    candidates' units).
     """
     skew = timedelta(seconds=config.seconds("clock_skew"))
     tie = timedelta(seconds=config.seconds("tie_window"))
@@ -261,7 +262,8 @@ def select_root_cause(
         competing.unique(["attempt_id", "domain", "cause", "node"], keep="first", maintain_order=True)
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.struct(_ALTERNATIVE_FIELDS).alias("alternatives"))
-        .join(competing.group_by("attempt_id").agg(_sorted_unique("gpu").alias("alternative_gpus"),
+        .join(competing.group_by("attempt_id").agg(_sorted_unique("node").alias("alternative_nodes"),
+                                                   _sorted_unique("gpu").alias("alternative_gpus"),
                                                    _sorted_unique("port").alias("alternative_ports")),
               on="attempt_id")
     )
@@ -457,6 +459,15 @@ def decide(
     def only_failed(expr: pl.Expr, empty: pl.Expr, when: pl.Expr = blames) -> pl.Expr:
         return pl.when(when).then(expr.fill_null(empty)).otherwise(empty)
 
+    def suspects(unit: str) -> pl.Expr:
+        # With competing explanations every suspect node, GPU or port is a culprit until
+        # ruled out.
+        return (
+            pl.when(pl.col("ambiguous"))
+            .then(pl.concat_list(f"culprit_{unit}", f"alternative_{unit}").list.drop_nulls().list.unique().list.sort())
+            .otherwise(pl.col(f"culprit_{unit}"))
+        )
+
     # A one-node attempt the scheduler lost to its node (NODE_FAIL, BOOT_FAIL) with no line
     # saying more had one suspect: its node.
     state_names_node = by_state & pl.col("state_domain").is_in(INFRASTRUCTURE) & (pl.col("nodes").list.len() == 1)
@@ -476,21 +487,9 @@ def decide(
             pl.col("_cause").alias("cause"),
             pl.when(own_doing).then(pl.lit("workload"))
             .otherwise(pl.col("_domain").replace_strict(RESPONSIBILITY, return_dtype=pl.String)).alias("responsibility"),
-            # With competing explanations every suspect node is a culprit until ruled out.
-            pl.when(state_names_node).then(pl.col("nodes").cast(pl.List(pl.String))).otherwise(only_failed(
-                pl.when(pl.col("ambiguous"))
-                .then(pl.concat_list("culprit_nodes", pl.col("alternatives").list.eval(pl.element().struct.field("node")))
-                      .list.drop_nulls().list.unique().list.sort())
-                .otherwise(pl.col("culprit_nodes")),
-                empty_str,
-            )).alias("culprit_nodes"),
-            *(only_failed(
-                pl.when(pl.col("ambiguous"))
-                .then(pl.concat_list(f"culprit_{unit}", f"alternative_{unit}")
-                      .list.drop_nulls().list.unique().list.sort())
-                .otherwise(pl.col(f"culprit_{unit}")),
-                empty_str,
-            ).alias(f"culprit_{unit}") for unit in ("gpus", "ports")),
+            pl.when(state_names_node).then(pl.col("nodes").cast(pl.List(pl.String)))
+            .otherwise(only_failed(suspects("nodes"), empty_str)).alias("culprit_nodes"),
+            *(only_failed(suspects(unit), empty_str).alias(f"culprit_{unit}") for unit in ("gpus", "ports")),
             only_failed(pl.col("culprit_ranks"), pl.lit([], dtype=pl.List(pl.Int32)), blames_rank).alias("culprit_ranks"),
             pl.col("affected_nodes").fill_null(empty_str),
             first_fault.alias("first_fault_ts"),

@@ -17,6 +17,7 @@ import polars as pl
 
 from engine.decide import INFRASTRUCTURE
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
+from engine.rules.python_rules import with_role
 
 SCOPE_KEYS = {
     "attempt": ["attempt_id"],
@@ -90,14 +91,16 @@ def _pairs(
     )
 
 
+def _earliest_links(pairs: pl.DataFrame) -> pl.DataFrame:
+    """``_row`` and ``_link``: each second-side row of ``pairs`` (:func:`_pairs`) with its
+    earliest first-side event."""
+    return pairs.group_by("_row").agg(pl.col("event_id_a").sort_by(["ts_a", "event_id_a"]).first().alias("_link"))
+
+
 def _relabel(events: pl.DataFrame, pairs: list[pl.DataFrame], role: str, only_roots: bool) -> pl.DataFrame:
     """Give every second-side event of ``pairs`` the ``role`` and link it (``caused_by``)
     to its earliest first-side event; ``only_roots`` re-labels root candidates only."""
-    link = (
-        pl.concat(pairs)
-        .group_by("_row")
-        .agg(pl.col("event_id_a").sort_by(["ts_a", "event_id_a"]).first().alias("_link"))
-    )
+    link = _earliest_links(pl.concat(pairs))
     linked = pl.col("_link").is_not_null()
     if only_roots:
         linked = linked & (pl.col("role") == "root_candidate")
@@ -147,16 +150,21 @@ def apply_suppress(events: pl.DataFrame, rules: list[SuppressRule], skew: timede
     if events.is_empty() or not rules:
         return events
     events = _with_rows(events)
+    return _relabel(events, _suppress_pairs(events, rules, skew), "cascade", only_roots=False)
+
+
+def _suppress_pairs(events: pl.DataFrame, rules: list[SuppressRule], skew: timedelta) -> list[pl.DataFrame]:
+    """:func:`_pairs` of each suppress rule over ``events`` (with ``_row``): its cascades
+    and the root candidates they may follow."""
     sides = [(_as_roots(rule.root), rule.cascade) for rule in rules]
     candidates = _pair_candidates(events, sides)
-    pairs = []
-    for rule, (root, cascade) in zip(rules, sides, strict=True):
-        window = timedelta(seconds=parse_duration(rule.window))
-        before = timedelta(seconds=parse_duration(rule.before))
-        # A cascade follows its root within the window (stamped up to ``before`` earlier
-        # for clock skew); either may be known only within [ts, ts_hi].
-        pairs.append(_pairs(candidates, root, cascade, rule.scope, window, before, skew))
-    return _relabel(events, pairs, "cascade", only_roots=False)
+    # A cascade follows its root within the window (stamped up to ``before`` earlier for
+    # clock skew); either may be known only within [ts, ts_hi].
+    return [
+        _pairs(candidates, root, cascade, rule.scope, timedelta(seconds=parse_duration(rule.window)),
+               timedelta(seconds=parse_duration(rule.before)), skew)
+        for rule, (root, cascade) in zip(rules, sides, strict=True)
+    ]
 
 
 def relink_orphaned_cascades(
@@ -183,19 +191,12 @@ def relink_orphaned_cascades(
     )
     if orphans.is_empty():
         return events
-    sides = [(_as_roots(rule.root), rule.cascade) for rule in rules]
     # Only the attempts with orphans are paired again (few: most roots stand).
-    concerned = _with_rows(events).filter(pl.col("attempt_id").is_in(orphans["attempt_id"].unique().implode()))
-    candidates = _pair_candidates(concerned, sides).filter(~pl.col("rule_id").is_in(list(inferred)))
-    pairs = [
-        _pairs(candidates, root, cascade, rule.scope, timedelta(seconds=parse_duration(rule.window)),
-               timedelta(seconds=parse_duration(rule.before)), skew)
-        for rule, (root, cascade) in zip(rules, sides, strict=True)
-    ]
-    link = (
-        pl.concat(pairs).join(orphans.select("_row"), on="_row", how="semi")
-        .group_by("_row").agg(pl.col("event_id_a").sort_by(["ts_a", "event_id_a"]).first().alias("_link"))
+    concerned = _with_rows(events).filter(
+        pl.col("attempt_id").is_in(orphans["attempt_id"].unique().implode()) & ~pl.col("rule_id").is_in(list(inferred))
     )
+    link = _earliest_links(pl.concat(_suppress_pairs(concerned, rules, skew)).join(orphans.select("_row"), on="_row",
+                                                                                     how="semi"))
     if link.is_empty():
         return events
     return events.with_columns(events["caused_by"].scatter(link["_row"], link["_link"]))
@@ -297,7 +298,7 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
         .filter(~felt)
         ["_row"]
     )
-    return _to_context(events, events["_row"].is_in(recovered.implode())).drop("_row")
+    return with_role(events, events["_row"].is_in(recovered.implode()), "context").drop("_row")
 
 
 HANG_MARGIN = timedelta(minutes=1)
@@ -365,7 +366,7 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
                 & ~waited_for.fill_null(False))
         .to_series()
     )
-    return _to_context(events, late)
+    return with_role(events, late, "context")
 
 
 STUCK_S = r'"stuck_s": ?"?([0-9]+)'
@@ -378,11 +379,6 @@ def _onset() -> pl.Expr:
     stuck that long)."""
     stuck = pl.col("params").str.extract(STUCK_S, 1).cast(pl.Int64, strict=False).fill_null(0)
     return pl.col("ts") - pl.duration(seconds=stuck)
-
-
-def _to_context(events: pl.DataFrame, mask: pl.Series) -> pl.DataFrame:
-    """``events`` with the rows ``mask`` selects given the role ``context``."""
-    return events.with_columns(pl.when(mask).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
 
 
 def reports_timeout() -> pl.Expr:
@@ -453,14 +449,12 @@ def demote_outlived_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: t
     if not events.select((early | recovering).any()).item():
         return events
     events = _with_rows(events)
-    later = root & (pl.col("ts_hi") >= pl.col("start_ts") - skew)
+    # The attempt's other roots: stamped after it started, of none of those causes.
+    standing = root & (pl.col("ts_hi") >= pl.col("start_ts") - skew) & ~pl.col("cause").is_in(RECOVERING_CAUSES)
     suspects = events.filter(early | recovering)["attempt_id"].unique()
     concerned = events.filter(pl.col("attempt_id").is_in(suspects.implode()))
-    failing = failing_since(concerned, later & ~pl.col("cause").is_in(RECOVERING_CAUSES), skew=skew)
-    after = (
-        concerned.filter(later & ~pl.col("cause").is_in(RECOVERING_CAUSES))
-        .group_by("attempt_id").agg(pl.col("ts").max().alias("_last_root"))
-    )
+    failing = failing_since(concerned, standing, skew=skew)
+    after = concerned.filter(standing).group_by("attempt_id").agg(pl.col("ts").max().alias("_last_root"))
     outlived_start = early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once)
     outlived_fault = (
         recovering & (pl.col("_failing") > pl.col("ts_hi") + fail_at_once)
@@ -470,7 +464,7 @@ def demote_outlived_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: t
         concerned.join(failing, on="attempt_id", how="left").join(after, on="attempt_id", how="left")
         .filter((outlived_start | outlived_fault).fill_null(False))["_row"]
     )
-    return _to_context(events, events["_row"].is_in(outlived.implode())).drop("_row")
+    return with_role(events, events["_row"].is_in(outlived.implode()), "context").drop("_row")
 
 
 CHAIN_HOPS = 3

@@ -26,6 +26,7 @@ from datetime import timedelta
 import polars as pl
 
 from engine.relabel import failing_since
+from engine.rules.python_rules import with_role
 
 ENDED_BEFORE_START = (
     "host.oom_kill",
@@ -74,7 +75,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
             .to_series()
         )
         demoted = demoted | outlived
-    return events.with_columns(pl.when(demoted).then(pl.lit("context")).otherwise(pl.col("role")).alias("role"))
+    return with_role(events, demoted, "context")
 
 
 def _claimed_by_another(events: pl.DataFrame, bound: pl.Expr) -> pl.Series:

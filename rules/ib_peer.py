@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import link_to_roots, new_events
+from engine.rules.python_rules import link_to_roots, new_events, with_role
 
 EVENT = "network.ib_retry_exceeded"
 """The event of a ``with error 12`` / ``status=12`` completion (``fabric.yaml``)."""
@@ -181,6 +181,4 @@ def _scattered(events: pl.DataFrame, ordered: pl.DataFrame, pairs: pl.DataFrame,
     symptoms = ordered.join(scattered, on="attempt_id").select("attempt_id", "event_id")
     demoted = events.join(symptoms.with_columns(_demoted=pl.lit(True)), on=["attempt_id", "event_id"], how="left",
                           maintain_order="left")["_demoted"].fill_null(False)
-    return pl.concat([
-        events.with_columns(pl.when(demoted).then(pl.lit("context")).otherwise(pl.col("role")).alias("role")), added,
-    ])
+    return pl.concat([with_role(events, demoted, "context"), added])

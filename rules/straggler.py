@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import new_events, rooted_attempts
+from engine.rules.python_rules import new_events, rooted_attempts, with_role
 from ingest.schema import processes_per_node
 
 RULE_ID = "straggler_rank"
@@ -144,4 +144,4 @@ def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame
     if stalls.is_empty():
         return events
     promoted = pl.int_range(events.height, eager=True).is_in(stalls["_row"].implode())
-    return events.with_columns(pl.when(promoted).then(pl.lit("root_candidate")).otherwise(pl.col("role")).alias("role"))
+    return with_role(events, promoted, "root_candidate")

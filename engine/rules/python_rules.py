@@ -24,7 +24,7 @@ engine adds must be passed through untouched.
 
 ``apply`` returns a frame with the same columns (same names and dtypes). It may change
 ``role``, ``domain``, ``cause`` and ``action`` of existing rows (:func:`link_to_roots` makes
-rows the cascades or confirmations of a root) and add rows (give new rows
+rows the cascades or confirmations of a root, :func:`with_role` gives rows a role) and add rows (give new rows
 an ``event_id`` of the form ``<rule id>@<origin>`` and ``rule_id`` = the rule's id;
 :func:`new_events` builds such rows); it must
 never drop or rename columns. It must be columnar (Polars expressions and joins, no loop over
@@ -222,6 +222,12 @@ def new_events(
     return built.select(
         pl.col(c).cast(t) if c in built.columns else pl.lit(None, dtype=t).alias(c) for c, t in like.schema.items()
     )
+
+
+def with_role(events: pl.DataFrame, mask: pl.Series | pl.Expr, role: str) -> pl.DataFrame:
+    """``events`` with the rows ``mask`` selects given ``role`` (their links unchanged): how
+    a rule demotes lines to ``context`` or promotes them to root candidates."""
+    return events.with_columns(pl.when(mask).then(pl.lit(role)).otherwise(pl.col("role")).alias("role"))
 
 
 def link_to_roots(events: pl.DataFrame, links: pl.DataFrame, role: str) -> pl.DataFrame:
