@@ -74,10 +74,11 @@ class SlurmOptions(ConnectorOptions):
     """Options of the ``slurm`` connector.
 
     ``sacct_file``: one or more saved outputs (parsable2 and/or JSON, mixed is fine; gzip
-    is read by its magic number, whatever the name); when absent the connector runs ``sacct_bin`` for the window. ``timezone``: the Slurm host's
-    zone for parsable2 files (IANA name; default: this machine's). ``requeue_lookback_days``:
-    how far before the window ``sacct`` looks so that earlier runs of a requeued job are
-    counted in ``attempt_index`` (only attempts overlapping the window are landed).
+    is read by its magic number, whatever the name); when absent the connector runs
+    ``sacct_bin`` for the window. ``timezone``: the Slurm host's zone for parsable2 files
+    (IANA name; default: this machine's). ``requeue_lookback_days``: how far before the
+    window ``sacct`` looks so that earlier runs of a requeued job are counted in
+    ``attempt_index`` (only attempts overlapping the window are landed).
     """
 
     sacct_file: list[Path] = Field(default_factory=list)

@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import cached_property
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from pathlib import Path
 
 import polars as pl
@@ -544,4 +544,4 @@ def land_log_files(
         land_batch(lake, parsed, obs, cluster)
         for parsed, obs in tied_batches(files, ctx, source, attempts, attempt_id)
     ]
-    return FilesReport(pl.concat(tables) if tables else FilesReport().table)
+    return FilesReport(pl.concat(tables) if tables else pl.DataFrame(schema=REPORT_SCHEMA))
