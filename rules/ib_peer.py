@@ -2,7 +2,8 @@
 
 NCCL prints ``NET/IB : Got completion from peer <address><port> with error 12`` (the
 transport retry counter ran out) on the rank whose sends went unanswered, naming the other
-end of the queue pair. A bad cable, port or HCA breaks every connection through it, so the
+end of the queue pair; Open MPI's openib BTL prints ``… from <host> to: <peer> error polling
+LP CQ with status RETRY EXCEEDED ERROR status number 12 …``. A bad cable, port or HCA breaks every connection through it, so the
 ranks on both sides of it report: the other nodes name the broken node's address, and the
 broken node names each of theirs. Every such report is a root candidate, and without more
 the verdict blames every node that reported.
@@ -11,7 +12,9 @@ The broken node is the one end all the failing connections share: the peer named
 most reporting nodes, when no other peer is named as often. Which node has that address is
 read from NCCL's own INFO banners (``Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/IB : Using
 [0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``: the benign ``network.nccl_address`` events' ``addr``),
-where exactly one node of the attempt printed it. Without them a node never names its own
+where exactly one node of the attempt printed it; a peer named by its host name (Open MPI's
+openib BTL prints ``from <host> to: <peer host>``) is that node of the attempt. Without
+either, a node never names its own
 address: when every reporting node but one names the shared peer and that one node names
 only other peers (no more of them than there are nodes naming the shared one), that node is
 the shared end. Its reports stay root candidates and the other nodes' reports become
@@ -37,7 +40,8 @@ import polars as pl
 from engine.rules.python_rules import link_to_roots, new_events, with_role
 
 EVENT = "network.ib_retry_exceeded"
-"""The event of a ``with error 12`` / ``status=12`` completion (``fabric.yaml``)."""
+"""The event of a ``with error 12`` / ``status=12`` / ``status number 12`` completion
+(``fabric.yaml``)."""
 BANNER_EVENT = "network.nccl_address"
 """NCCL's banners naming the node's address (``benign.yaml``), in ``addr``."""
 RULE_ID = "ib_common_peer"
@@ -88,7 +92,13 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .drop_nulls().unique()
         .filter(pl.len().over("attempt_id", "_shared") == 1)
     )
-    by_address = shared.join(addresses, on=["attempt_id", "_shared"]).select("attempt_id", pl.col("node").alias("_end"))
+    # Or the node of the attempt the peer names outright (Open MPI's openib names hosts).
+    names = context.attempts.select("attempt_id", pl.col("nodes").alias("node")).explode("node").drop_nulls()
+    by_address = pl.concat([
+        shared.join(addresses, on=["attempt_id", "_shared"]).select("attempt_id", pl.col("node").alias("_end")),
+        shared.join(names, left_on=["attempt_id", pl.col("_shared").str.to_lowercase()], right_on=["attempt_id", "node"])
+        .select("attempt_id", pl.col("_shared").str.to_lowercase().alias("_end")),
+    ]).unique("attempt_id", keep="first", maintain_order=True)
     # Otherwise the one reporting node that never names the shared peer, and names few
     # enough others.
     per_node = pairs.join(shared, on="attempt_id").group_by("attempt_id", "node").agg(

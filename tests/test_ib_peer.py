@@ -1,7 +1,7 @@
 """The ``ib_common_peer`` python rule, end to end: when NCCL's retry-exceeded reports of an
 attempt all touch one node (the others name its address, it names theirs), that node is the
 culprit; so is the node whose NCCL bootstrap banner shows the shared address, even when it
-reported nothing; when nothing maps the address and the shared end reported nothing, or two
+reported nothing, and the node an Open MPI openib report names by its host; when nothing maps the address and the shared end reported nothing, or two
 nodes only name each other, every reporting node stays a suspect. Real NCCL lines, landed through the Slurm connector and the
 files landing, attributed by a run."""
 
@@ -24,6 +24,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 803|803|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[9-11]|gres/gpu=24,node=3
 804|804|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[12-19]|gres/gpu=64,node=8
 805|805|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[20-22]|gres/gpu=24,node=3
+806|806|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[23-25]|gres/gpu=24,node=3
 """
 
 
@@ -33,6 +34,14 @@ def retry_exceeded(rank: int, node: str, peer: str) -> str:
     ``transport/net_ib.cc:1295`` source of NVIDIA/nccl#928."""
     return (f"{rank}: {node}:4551{rank}:4559{rank} [{rank % 8}] transport/net_ib.cc:1295 NCCL WARN NET/IB : "
             f"Got completion from peer {peer}<5231{rank}> with error 12, opcode 0, len 0, vendor err 129")
+
+
+def openib_retry_exceeded(rank: int, node: str, peer: str) -> str:
+    """Open MPI's openib report of a retry-exceeded completion from ``node`` naming the host
+    ``peer``, as open-mpi/ompi-www community/lists/users/2013/10/22801.php quotes it."""
+    return (f"[[12065,1],{rank}][btl_openib_component.c:2948:handle_wc] from {node}.local to: {peer} error polling "
+            "LP CQ with status RETRY EXCEEDED ERROR status number 12 for wr_id 396116864 opcode 0  vendor error 129 "
+            "qp_idx 1")
 
 
 def bootstrap(rank: int, node: str, address: str) -> str:
@@ -76,6 +85,9 @@ def verdicts(tmp_path_factory):
         banners=(bootstrap(0, "n20", "10.22.0.20"), bootstrap(8, "n21", "10.22.0.21"), bootstrap(16, "n22", "10.22.0.22")),
     ))
     (logs / "n22.log").write_text(syslog("n22", ("09:04:00", f"kernel: {XID_79}")))
+    # Open MPI's openib reports name the peer's host: everyone names n25, which reported nothing.
+    (logs / "slurm-806.out").write_text(f"[2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(
+        openib_retry_exceeded(*r) + "\n" for r in ((4, "n23", "n25"), (12, "n24", "n25"))))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -101,6 +113,14 @@ def test_the_shared_address_names_its_node_through_nccls_bootstrap_banner(verdic
     roles = {(e["node"], e["role"]) for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"}
     assert roles == {("n9", "cascade"), ("n10", "cascade")}
     assert v["affected_nodes"] == ["n10", "n9"]
+
+
+def test_a_shared_peer_named_by_its_host_is_that_node(verdicts):
+    v = verdicts["806"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n25"])
+    reports = [e for e in v["evidence"] if e["rule_id"] == "fabric.openib_completion_error"]
+    assert {(e["node"], e["rank"], e["role"]) for e in reports} == {("n23", 4, "cascade"), ("n24", 12, "cascade")}
+    assert v["affected_nodes"] == ["n23", "n24"]
 
 
 def test_failing_connections_that_share_no_end_name_no_node(verdicts):
