@@ -519,3 +519,32 @@ def test_a_requeued_jobs_appended_output_gives_each_run_its_own_nodes(tmp_path):
     # run 1's task 0 runs on c01 (its first node), not where srun saw run 0's task 0
     assert rows[5] == (6, "slurm/c1/88/1", "c01")
     assert rows[0] == (1, "slurm/c1/88/0", "c03")  # run 0's task 0, where srun saw it
+
+
+def test_a_heterogeneous_jobs_output_goes_to_the_component_on_each_lines_node(tmp_path):
+    """A heterogeneous job's components (sacct's ``900+0`` on h01, ``900+1`` on h02 and h03,
+    started together) write one output file named after the leader, ``slurm-900.out``. A
+    line naming a node goes to the component that ran on it; a line naming none to the
+    leader, where the batch script runs (a one-node component's lines run on its node)."""
+    lake = Lake(tmp_path / "lake")
+    start, end = ts(2026, 12, 6, 17, 0), ts(2026, 12, 6, 18, 0)
+    land_attempts(lake, [
+        {"attempt_id": "slurm/c1/900/0", "job_id": "900+0", "attempt_index": 0, "start_ts": start, "end_ts": end,
+         "nodes": ["h01"], "n_nodes": 1, "ranks_per_node": 1},
+        {"attempt_id": "slurm/c1/901/0", "job_id": "900+1", "attempt_index": 0, "start_ts": start, "end_ts": end,
+         "nodes": ["h02", "h03"], "n_nodes": 2, "ranks_per_node": 1},
+    ])
+    out = tmp_path / "slurm-900.out"
+    # NCCL's bootstrap banner (NVIDIA/nccl-tests#188) and srun's report of a failed task
+    # (desihub/desitarget#628)
+    out.write_text(
+        "[2026-12-06 17:01:00,000] starting\n"
+        "h01:4551:4551 [0] NCCL INFO Bootstrap : Using ibs85f0:10.22.0.1<0>\n"
+        "h03:4552:4552 [0] NCCL INFO Bootstrap : Using ibs85f0:10.22.0.3<0>\n"
+        "srun: error: h02: task 1: Killed\n"
+    )
+    land_log_files(lake, [out], cluster=CLUSTER, year=2026)
+    rows = observations(lake).sort("seq").select("attempt_id", "node").rows()
+    # srun runs in the batch script: its report stays the leader's, on the leader's one node
+    assert rows == [("slurm/c1/900/0", "h01"), ("slurm/c1/900/0", "h01"), ("slurm/c1/901/0", "h03"),
+                    ("slurm/c1/900/0", "h01")]

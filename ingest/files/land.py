@@ -36,6 +36,9 @@ id, ``1234`` or ``1234_7``), matched at the end of a path."""
 
 SLURM_NAME = re.compile(SLURM_OUTPUT)
 
+HET_OFFSET = r"\+([0-9]+)$"
+"""A heterogeneous job component's offset behind its leader's id (``1234+1``; group 1)."""
+
 BATCH_BYTES = 128 * 1024 * 1024
 """Text read per batch. Parsing holds a few copies of the batch's lines, so this bounds the
 memory of a landing whatever the number of files (one larger file is its own batch)."""
@@ -208,34 +211,46 @@ def read_batches(files: list[str], budget: int, first: int | None = None) -> Ite
         yield lines_of(paths, raws, mtimes)
 
 
-def known_attempts(lake: Lake, cluster: str) -> pl.DataFrame:
-    """The cluster's attempts, read once per landing call (not once per file or batch)."""
-    return lake.scan("attempts", clusters=[cluster]).select(ATTEMPT_FIELDS + ["job_id", "attempt_index"]).collect()
+def known_attempts(lake: Lake, cluster: str | None) -> pl.DataFrame:
+    """The cluster's attempts, read once per landing call (not once per file or batch), with
+    ``_leader`` (the job id a ``slurm-%j.out`` name gives: a heterogeneous job component's
+    ``1234+1`` is ``1234``) and ``_het`` (the component's offset, null for other jobs).
+    ``cluster`` None: no attempt (the lake is not read)."""
+    frame = pl.from_arrow(ATTEMPTS.empty_table()).lazy() if cluster is None else lake.scan("attempts", clusters=[cluster])
+    return frame.select(
+        *ATTEMPT_FIELDS, "job_id", "attempt_index",
+        pl.col("job_id").str.replace(HET_OFFSET, "").alias("_leader"),
+        pl.col("job_id").str.extract(HET_OFFSET, 1).cast(pl.Int32).alias("_het"),
+    ).collect()
 
 
 def candidate_attempts(files: pl.DataFrame, attempts: pl.DataFrame, *, attempt_id: str | None) -> pl.DataFrame:
     """The attempts each file's lines may belong to: ``file``, :data:`ATTEMPT_FIELDS` and
-    ``_k`` (the order of the attempt among the file's candidates, by start).
+    ``_k`` (the order of the attempt among the file's candidates, by start). ``attempts``
+    as :func:`known_attempts` gives them.
 
     ``attempt_id`` wins for every file (a row with just the id when the lake does not know
     it). Otherwise a ``slurm-%j.out`` name selects every attempt of that job: a requeued
     job appends all its attempts to one output file, and :func:`tie_to_attempts` splits
-    the lines by time. Files with no candidate are absent.
+    the lines by time. So does a heterogeneous job's leader id select every component
+    (``1234+0``, ``1234+1``: their output is one file, named after the leader), ordered by
+    offset, which :func:`tie_to_attempts` splits by the nodes the lines name. Files with no
+    candidate are absent.
     """
     fields = attempts.select(ATTEMPT_FIELDS + ["attempt_index"])
     if attempt_id is not None:
         rows = fields.filter(pl.col("attempt_id") == attempt_id)
         if not rows.height:
             rows = pl.concat([rows, pl.DataFrame({"attempt_id": [attempt_id]})], how="diagonal_relaxed")
-        cands = files.select("file").join(rows, how="cross")
+        cands = files.select("file").join(rows, how="cross").with_columns(pl.lit(None, dtype=pl.Int32).alias("_het"))
     else:
         jobs = files.select("file", pl.col("input_id").str.extract(SLURM_OUTPUT, 1).alias("job_id"))
         cands = jobs.drop_nulls("job_id").join(
-            attempts.select("job_id", "attempt_id"), on="job_id", how="inner"
+            attempts.select(pl.col("_leader").alias("job_id"), "attempt_id", "_het"), on="job_id", how="inner"
         ).drop("job_id").join(fields, on="attempt_id", how="left")
-    return cands.sort("file", "start_ts", "attempt_index", nulls_last=False, maintain_order=True).with_columns(
+    return cands.sort("file", "start_ts", "attempt_index", "_het", nulls_last=False, maintain_order=True).with_columns(
         pl.int_range(pl.len()).over("file").alias("_k")
-    ).drop("attempt_index")
+    ).drop("attempt_index", "_het")
 
 
 def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
@@ -292,9 +307,12 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
     if tied["_split"].any():
         tied = tied.with_row_index("_row")
         split_files = per_file.filter(pl.col("_split")).select("file")
+        # Of attempts that started together (a heterogeneous job's components), the line goes
+        # to the first (the leader, where the batch script runs): the last of equal starts
+        # is the one an as-of join takes.
         starts = cands.join(split_files, on="file", how="semi").select(
-            "file", pl.col("start_ts").alias("_start"), pl.col("attempt_id").alias("_attempt")
-        ).sort("_start")
+            "file", pl.col("start_ts").alias("_start"), pl.col("attempt_id").alias("_attempt"), "_k"
+        ).sort("_start", "_k", descending=[False, True]).drop("_k")
         hits = (
             tied.filter(pl.col("_split").fill_null(False)).select("_row", "file", "ts").sort("ts")
             .join_asof(starts, left_on="ts", right_on="_start", by="file", strategy="backward",
@@ -531,10 +549,8 @@ def land_log_files(
     files = checked_files(paths, source=source, node=node, node_pattern=node_pattern, timezone=timezone)
     # Only Slurm output names and --attempt-id tie files to attempts: node logs (most
     # landing calls) skip reading the attempts table.
-    if attempt_id is not None or any(SLURM_NAME.search(f) for f in files):
-        attempts = known_attempts(lake, cluster)
-    else:
-        attempts = pl.from_arrow(ATTEMPTS.empty_table()).select(ATTEMPT_FIELDS + ["job_id", "attempt_index"])
+    tied = attempt_id is not None or any(SLURM_NAME.search(f) for f in files)
+    attempts = known_attempts(lake, cluster if tied else None)
     ctx = ParseContext(
         year=year, boot_time=as_utc(boot_time), default_node=node,
         ingest_time=datetime.now(UTC), end_at_ingest=end_at_ingest, node_pattern=node_pattern,
