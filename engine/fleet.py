@@ -25,6 +25,7 @@ import polars as pl
 
 from engine.config import EngineConfig
 from engine.decide import EVIDENCE_DTYPE, INFRASTRUCTURE
+from ingest.schema import het_leader
 
 
 def _fleet_evidence(ts: pl.Expr, node: pl.Expr, rule_id: str, event: str, message: pl.Expr) -> pl.Expr:
@@ -65,14 +66,16 @@ def add_switch_ports(verdicts: pl.DataFrame, topology: pl.DataFrame) -> pl.DataF
 def mark_repeat_offenders(
     verdicts: pl.DataFrame, history: pl.DataFrame, config: EngineConfig
 ) -> pl.DataFrame:
-    """Note culprit nodes blamed by other jobs' infrastructure failures within the window.
+    """Note culprit nodes blamed by other jobs' infrastructure failures within the window
+    (a heterogeneous job's components are one job).
 
     ``history``: earlier verdicts (results columns + ``cluster``); rows of this run's
     attempts in it are ignored. A probable verdict with complete coverage whose culprit is a
     repeat offender becomes definitive.
     """
     window = timedelta(seconds=config.seconds("repeat_window"))
-    columns = ["attempt_id", "job_id", "cluster", "domain", "culprit_nodes", "first_fault_ts"]
+    # A heterogeneous job's components are one job.
+    columns = ["attempt_id", het_leader(pl.col("job_id")), "cluster", "domain", "culprit_nodes", "first_fault_ts"]
     current = verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE)).select(columns)
     past = history.filter(
         pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("attempt_id").is_in(verdicts["attempt_id"].implode())

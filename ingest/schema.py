@@ -93,6 +93,17 @@ def processes_per_node() -> pl.Expr:
     tasks = pl.col("ranks_per_node")
     return pl.when(tasks > 1).then(tasks).otherwise(pl.coalesce("gpus_per_node", tasks)).cast(pl.Int64)
 
+
+HET_OFFSET = r"\+([0-9]+)$"
+"""A Slurm heterogeneous job component's offset behind its leader's id (``1234+1``; group 1)."""
+
+
+def het_leader(job_id: pl.Expr) -> pl.Expr:
+    """The job a heterogeneous job's component is part of: its leader's id (``1234+1`` →
+    ``1234``, the id its output file is named after); any other job id unchanged."""
+    return job_id.str.replace(HET_OFFSET, "")
+
+
 OBSERVATIONS = pa.schema([
     ("ts", TS),
     ("ts_source", pa.string()),

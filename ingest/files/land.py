@@ -28,16 +28,13 @@ from ingest.files.common import (
 from ingest.files.detect import check_source
 from ingest.files.read import ParsedBatch, as_utc, parse_batch, untied_ranks
 from ingest.lake import Lake
-from ingest.schema import ATTEMPTS, processes_per_node
+from ingest.schema import ATTEMPTS, HET_OFFSET, het_leader, processes_per_node
 
 SLURM_OUTPUT = r"(?:^|/)slurm-(\d+(?:_\d+)?)\.out(?:\.gz)?$"
 """Slurm's default output names ``slurm-%j.out`` and ``slurm-%A_%a.out`` (group 1: the job
 id, ``1234`` or ``1234_7``), matched at the end of a path."""
 
 SLURM_NAME = re.compile(SLURM_OUTPUT)
-
-HET_OFFSET = r"\+([0-9]+)$"
-"""A heterogeneous job component's offset behind its leader's id (``1234+1``; group 1)."""
 
 BATCH_BYTES = 128 * 1024 * 1024
 """Text read per batch. Parsing holds a few copies of the batch's lines, so this bounds the
@@ -219,7 +216,7 @@ def known_attempts(lake: Lake, cluster: str | None) -> pl.DataFrame:
     frame = pl.from_arrow(ATTEMPTS.empty_table()).lazy() if cluster is None else lake.scan("attempts", clusters=[cluster])
     return frame.select(
         *ATTEMPT_FIELDS, "job_id", "attempt_index",
-        pl.col("job_id").str.replace(HET_OFFSET, "").alias("_leader"),
+        het_leader(pl.col("job_id")).alias("_leader"),
         pl.col("job_id").str.extract(HET_OFFSET, 1).cast(pl.Int32).alias("_het"),
     ).collect()
 

@@ -1,0 +1,59 @@
+"""A heterogeneous job end to end: its components (sacct's ``900+0`` on h01, ``900+1`` on h02
+and h03) write one output, ``slurm-900.out``; a GPU of h02 falls off the bus and every rank
+of both components times out. The component that ran h02 reads the XID; the other, which
+saw only the timeouts, takes its sibling's root (``het_sibling``), never as a definitive
+verdict, and the two count as one job for the fleet's repeat-offender note. Real lines,
+landed through the Slurm connector and the files landing, attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tests.end_to_end import ITERATION, XID_79, syslog, verdicts_by_job
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+900+0|900|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|h01|gres/gpu=8,node=1
+900+1|901|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|h[02-03]|gres/gpu=16,node=2
+"""
+
+
+def timeout_on(node: str, rank: int) -> str:
+    """PyTorch's watchdog timeout of ``rank`` behind NCCL's host prefix (the message as
+    hiyouga/LlamaFactory#6269 prints it), ten minutes after the GPU fell off the bus."""
+    return (f"{node}:4551{rank}:4559{rank} [{rank % 8}] [rank{rank}]:[E1120 08:59:00.755262105 ProcessGroupNCCL.cpp:607] "
+            f"[Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, "
+            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600099 milliseconds before timing out.")
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("het")
+    logs = root / "logs"
+    logs.mkdir()
+    (logs / "slurm-900.out").write_text(
+        f"[2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(
+            timeout_on(node, rank) + "\n" for node, rank in (("h01", 0), ("h01", 1), ("h03", 16), ("h03", 17))))
+    (logs / "h02.log").write_text(syslog("h02", ("08:49:00", f"kernel: {XID_79}")))
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+
+
+def test_the_component_that_ran_the_failed_gpu_reads_it(verdicts):
+    v = verdicts["900+1"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["h02"])
+    assert {e["node"] for e in v["evidence"] if e["rule_id"] == "comm.nccl_watchdog_timeout"} == {"h03"}
+
+
+def test_a_component_that_saw_only_timeouts_takes_its_siblings_root(verdicts):
+    v = verdicts["900+0"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["h02"])
+    assert v["quality"] == "probable"
+    root = next(e for e in v["evidence"] if e["rule_id"] == "het_sibling")
+    assert (root["node"], root["role"]) == ("h02", "root_candidate")
+    assert root["message"].startswith("the job's component 900+1 failed first: NVRM: Xid")
+    assert {e["node"] for e in v["evidence"] if e["rule_id"] == "comm.nccl_watchdog_timeout"} == {"h01"}
+
+
+def test_the_components_are_one_job_for_the_repeat_offender_note(verdicts):
+    assert not [e for v in verdicts.values() for e in v["evidence"] if e["rule_id"] == "fleet.repeat_offender"]
