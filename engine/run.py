@@ -434,23 +434,25 @@ def attribute(
     pack: RulePack,
     config: EngineConfig,
     history: pl.LazyFrame | None = None,
+    topology: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Correlate and decide for already-extracted events: (verdicts, correlated events).
 
     This is the pure core of a run: no lake access, so tests and ``explain``-style one-off
     attribution call it directly.
     """
-    correlated = correlate(attempts, events, pack, config, history)
+    correlated = correlate(attempts, events, pack, config, history, topology=topology)
     return decide(attempts, correlated, coverage, pack, config, events), correlated
 
 
 def correlate(
     attempts: pl.DataFrame, events: pl.DataFrame, pack: RulePack, config: EngineConfig,
-    history: pl.LazyFrame | None = None, launches: pl.DataFrame | None = None,
+    history: pl.LazyFrame | None = None, launches: pl.DataFrame | None = None, topology: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The correlated events of ``attempts``: each event attached to the attempts it can
     explain (plus the scheduler's record of each), then re-labelled by the pack's suppress,
-    precedence and python rules (``history``: past events for those); a confirmation whose
+    precedence and python rules (``history``: past events, ``topology``: the lake's
+    topology rows, for those); a confirmation whose
     preferred event ended up no root is a root candidate again, and a cascade whose root ended
     up none follows the suppress rules to the roots still standing. ``launches``: slurmd's
     launch lines if already split off ``events``, as for :func:`engine.correlate.attach_events`."""
@@ -464,7 +466,8 @@ def correlate(
     correlated = demote_recovered_outages(correlated, skew)
     correlated = demote_roots_after_the_hang(correlated)
     correlated = demote_outlived_roots(correlated, timedelta(seconds=config.seconds("fail_at_once")), skew)
-    context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame())
+    context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame(),
+                          topology=topology if topology is not None else pl.DataFrame())
     correlated = restore_orphaned_confirmations(run_python_rules(correlated, pack.python, context))
     return relink_orphaned_cascades(correlated, pack.suppress, skew, [loaded.rule.id for loaded in pack.python])
 
@@ -744,6 +747,7 @@ def run_attribution(
     day_events = _DayEvents(lake, pack, clusters, run_clusters, span, say)
     past = _PastEvents(lake, pack.history_events(), span[0], config)
     failing = failing_connectors(lake)
+    topology = lake.scan("topology", clusters=clusters).collect()
     n_attempts = sum(p.height for p in scoped)
     timings["scope"] = time.perf_counter() - tick
     say(f"{n_attempts} attempts ended between {since} and {until}, in {len(chunks)} chunk(s)")
@@ -769,7 +773,8 @@ def run_attribution(
             tick = time.perf_counter()
             failures = connector_failures(lake, part, config, failing)
             coverage = side.submit(coverage_from_counts, part, per_hour, per_attempt, failures, config)
-            correlated = correlate(part, events, pack, config, history=past.history(located), launches=launches)
+            correlated = correlate(part, events, pack, config, history=past.history(located), launches=launches,
+                                   topology=topology)
             verdicts = decide(part, correlated, coverage.result(), pack, config, events)
             del events, launches
             located = pl.concat([located, correlated.filter(
@@ -791,8 +796,7 @@ def run_attribution(
         timings["extract"] = day_events.read_s
 
         tick = time.perf_counter()
-        notes = fleet_notes(pl.concat(slim), recent_results(lake, since, until, config, clusters),
-                            lake.scan("topology", clusters=clusters).collect(), config)
+        notes = fleet_notes(pl.concat(slim), recent_results(lake, since, until, config, clusters), topology, config)
         del slim
         timings["fleet"] = time.perf_counter() - tick
 

@@ -22,6 +22,7 @@ RULE_ID = "het_sibling"
 COPIED = ["ts", "node", "gpu", "port", "rank", "params", "origin", "source", "ts_source"]
 """What the copy keeps of the sibling's root: where and when it happened, the line it rests on."""
 ATTEMPT = ["attempt_id", "cluster", "job_id", "user", "state", "start_ts", "end_ts"]
+"""The attempt columns the copy takes from the component it is added to."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:

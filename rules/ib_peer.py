@@ -2,28 +2,28 @@
 
 NCCL prints ``NET/IB : Got completion from peer <address><port> with error 12`` (the
 transport retry counter ran out) on the rank whose sends went unanswered, naming the other
-end of the queue pair; Open MPI's openib BTL prints ``… from <host> to: <peer> error polling
-LP CQ with status RETRY EXCEEDED ERROR status number 12 …``. A bad cable, port or HCA breaks every connection through it, so the
-ranks on both sides of it report: the other nodes name the broken node's address, and the
-broken node names each of theirs. Every such report is a root candidate, and without more
-the verdict blames every node that reported.
+end of the queue pair; Open MPI's openib BTL prints ``… from <host> to: <peer> error
+polling LP CQ with status RETRY EXCEEDED ERROR status number 12 …``. A bad cable, port or
+HCA breaks every connection through it, so the ranks on both sides of it report: the other
+nodes name the broken node's address, and the broken node names each of theirs. Every such
+report is a root candidate, and without more the verdict blames every node that reported.
 
 The broken node is the one end all the failing connections share: the peer named by the
 most reporting nodes, when no other peer is named as often. Which node has that address is
 read from NCCL's own INFO banners (``Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/IB : Using
-[0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``: the benign ``network.nccl_address`` events' ``addr``),
-where exactly one node of the attempt printed it; a peer named by its host name (Open MPI's
-openib BTL prints ``from <host> to: <peer host>``) is that node of the attempt. Without
-either, a node never names its own
-address: when every reporting node but one names the shared peer and that one node names
-only other peers (no more of them than there are nodes naming the shared one), that node is
-the shared end. Its reports stay root candidates and the other nodes' reports become
-cascades of its first one; a shared end known by its address that reported nothing itself
-(its log lost with it) gets a root candidate of its own, of which every report is a
-cascade; when that silent end's own kernel reported a fault of its GPU or host stamped
-after the attempt ended (:data:`LATE_DOMAINS`), the reports are that fault's cascades
-instead. When nothing maps the address and the shared end reported nothing, or two nodes
-only name each other, nothing tells the ends apart and the reports stay as they are.
+[0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``: the benign ``network.nccl_address`` events'
+``addr``), where exactly one node of the attempt printed it; a peer named by its host name
+(Open MPI's openib BTL prints ``from <host> to: <peer host>``) is that node of the attempt.
+Without either, a node never names its own address: when every reporting node but one names
+the shared peer and that one node names only other peers (no more of them than there are
+nodes naming the shared one), that node is the shared end. Its reports stay root candidates
+and the other nodes' reports become cascades of its first one; a shared end known by its
+address that reported nothing itself (its log lost with it) gets a root candidate of its
+own, of which every report is a cascade; when that silent end's own kernel reported a fault
+of its GPU or host stamped after the attempt ended (:data:`LATE_DOMAINS`), the reports are
+that fault's cascades instead. When nothing maps the address and the shared end reported
+nothing, or two nodes only name each other, nothing tells the ends apart and the reports
+stay as they are.
 
 Connections that share no end at all (at least :data:`SCATTERED_NODES` reporting nodes,
 each peer named by one of them only: pairs of nodes across the job that have nothing in

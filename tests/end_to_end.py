@@ -9,22 +9,25 @@ from pathlib import Path
 
 from engine.run import landing_lake, run_attribution
 from ingest.connectors import run_connector
+from ingest.connectors.base import Connector
 from ingest.connectors.slurm import SlurmConnector, SlurmOptions
 from ingest.files import land_log_files
 
 
 def verdicts_by_job(
-    root: Path, sacct: str, logs: Path, day: date, more: tuple[tuple[Path, dict], ...] = (), **land_options,
+    root: Path, sacct: str, logs: Path, day: date, more: tuple[tuple[Path, dict], ...] = (),
+    connectors: tuple[Connector, ...] = (), **land_options,
 ) -> dict[str, dict]:
     """Land ``sacct`` (the dump's text, UTC) and every file under ``logs`` into a lake
     under ``root`` (cluster ``c1``), attribute ``day``, and return the verdicts by job id.
     ``land_options`` go to :func:`ingest.files.land_log_files` (``year=``…); each of
     ``more`` is a further path landed with its own options (a controller's log with
-    ``node=``)."""
+    ``node=``); ``connectors`` run too (a topology file's)."""
     (root / "sacct.txt").write_text(sacct)
     lake = landing_lake(root / "lake")
-    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[root / "sacct.txt"], timezone="UTC"), "c1"), None)
-    assert report.error is None, report.error
+    for connector in (SlurmConnector(SlurmOptions(sacct_file=[root / "sacct.txt"], timezone="UTC"), "c1"), *connectors):
+        report = run_connector(lake, connector, None)
+        assert report.error is None, report.error
     land_log_files(lake, [logs], cluster="c1", **land_options)
     for path, options in more:
         land_log_files(lake, [path], cluster="c1", **options)

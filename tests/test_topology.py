@@ -89,6 +89,19 @@ def test_bad_hca_port_files_fail_with_the_reason(tmp_path, name, text, message):
         _fetch(hca_ports_file=path)
 
 
+def test_hca_ports_may_list_each_ports_pci_function(tmp_path):
+    """The optional ``pci`` column: normalized like a GPU's, empty where unknown, an
+    unreadable address an error naming the row."""
+    ports = tmp_path / "p.csv"
+    ports.write_text("node,hca,port,switch,switch_port,pci\nn1,mlx5_0,1,leaf01,1,00000000:9C:00.0\n"
+                     "n1,mlx5_1,1,leaf01,2,\n")
+    (batch,) = _fetch(hca_ports_file=ports)
+    assert batch.rows.select("hca", "pci").rows() == [("mlx5_0", "0000:9c:00.0"), ("mlx5_1", None)]
+    ports.write_text("node,hca,port,switch,switch_port,pci\nn1,mlx5_0,1,leaf01,1,9c\n")
+    with pytest.raises(ConnectorError, match=r"unreadable PCI addresses at \['.*p.csv:2'\]"):
+        _fetch(hca_ports_file=ports)
+
+
 def test_bad_pci_and_bad_ibnetdiscover_are_errors(tmp_path):
     gpus = tmp_path / "g.csv"
     gpus.write_text("node,gpu,pci\nn1,0,zz:zz\n")

@@ -51,7 +51,7 @@ import hashlib
 import importlib.util
 import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -73,11 +73,14 @@ class RuleContext:
     ``attempts``: the attempts in scope (attempts table columns plus ``cluster``).
     ``history``: past events (events table columns plus ``cluster``) named in the
     ``HISTORY_EVENTS`` of the pack's python rules; may be an empty frame, which a rule must
-    tolerate.
+    tolerate. ``topology``: the lake's topology rows (topology table columns plus
+    ``cluster``: HCA ports and their switch ports and PCI functions, GPUs and their PCI
+    addresses); may be empty too.
     """
 
     attempts: pl.DataFrame
     history: pl.LazyFrame
+    topology: pl.DataFrame = field(default_factory=pl.DataFrame)
 
 
 Cause = tuple[str, str, str, str]

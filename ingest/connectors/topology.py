@@ -4,7 +4,9 @@ Two kinds of rows (``kind``):
 
 ``hca_port``
     A host HCA port and the switch port it is cabled to. From a CSV or YAML file with the
-    columns ``node, hca, port, switch, switch_port``, or from ``ibnetdiscover`` output (the
+    columns ``node, hca, port, switch, switch_port`` and, optionally, ``pci`` (the port's
+    PCI function, ``0000:9c:00.0``: the kernel names an HCA by it alone in some lines, and
+    one ConnectX PCI function is one port), or from ``ibnetdiscover`` output (the
     topology file of ``ibnetdiscover(8)``, infiniband-diags / rdma-core), where each CA
     block reads::
 
@@ -22,7 +24,8 @@ Two kinds of rows (``kind``):
     (``nvidia-smi``'s 8-digit domain ``00000000:18:00.0`` becomes ``0000:18:00.0``).
 
 A YAML file is a list of mappings with exactly these keys. Files are strict: a missing or
-unknown column, or an empty value, is an error naming the file and row.
+unknown column, an empty value (but an optional one) or an unreadable PCI address is an
+error naming the file and row.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOp
 from ingest.schema import TOPOLOGY
 
 HCA_PORT_COLUMNS = ("node", "hca", "port", "switch", "switch_port")
+HCA_PORT_OPTIONAL = ("pci",)
 GPU_COLUMNS = ("node", "gpu", "pci")
 
 _CA_HEADER = r'^Ca\s+\d+\s+"[^"]*"\s+#\s+"([^"]*)"'
@@ -52,7 +56,7 @@ _CA_PORT = (
 class TopologyOptions(ConnectorOptions):
     """Topology files; give any of them."""
 
-    hca_ports_file: Path | None = Field(None, description="CSV/YAML: node, hca, port, switch, switch_port")
+    hca_ports_file: Path | None = Field(None, description="CSV/YAML: node, hca, port, switch, switch_port[, pci]")
     gpus_file: Path | None = Field(None, description="CSV/YAML: node, gpu, pci")
     ibnetdiscover_file: Path | None = Field(None, description="ibnetdiscover output")
 
@@ -83,15 +87,30 @@ class TopologyConnector(Connector):
 
 
 def read_hca_ports(path: Path) -> pl.DataFrame:
-    """A CSV/YAML file of HCA port cabling → ``hca_port`` rows."""
-    frame = _read_table(path, HCA_PORT_COLUMNS)
-    return _conform(frame.with_columns(kind=pl.lit("hca_port")), path)
+    """A CSV/YAML file of HCA port cabling (and, optionally, each port's PCI function) →
+    ``hca_port`` rows."""
+    frame = _read_table(path, HCA_PORT_COLUMNS, HCA_PORT_OPTIONAL)
+    return _conform(_normalized_pci(frame, path).with_columns(kind=pl.lit("hca_port")), path)
 
 
 def read_gpus(path: Path) -> pl.DataFrame:
     """A CSV/YAML file of GPU index ↔ PCI address → ``gpu`` rows."""
     frame = _read_table(path, GPU_COLUMNS)
-    return _conform(frame.with_columns(kind=pl.lit("gpu"), pci=normalize_pci_expr(pl.col("pci"))), path)
+    return _conform(_normalized_pci(frame, path).with_columns(kind=pl.lit("gpu")), path)
+
+
+def _normalized_pci(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
+    """``frame`` with its ``pci`` column (when it has one) normalized
+    (:func:`normalize_pci_expr`); an address given but unreadable is an error."""
+    if "pci" not in frame.columns:
+        return frame
+    normalized = frame.with_columns(normalize_pci_expr(pl.col("pci")).alias("_pci"))
+    bad = normalized.filter(pl.col("pci").is_not_null() & pl.col("_pci").is_null())
+    if bad.height:
+        raise ConnectorError(
+            f"topology: {path}: unreadable PCI addresses at {bad['origin'].head(5).to_list()} — write e.g. 0000:18:00.0"
+        )
+    return normalized.with_columns(pl.col("_pci").alias("pci")).drop("_pci")
 
 
 def normalize_pci_expr(pci: pl.Expr) -> pl.Expr:
@@ -143,8 +162,9 @@ def read_ibnetdiscover(path: Path) -> pl.DataFrame:
     return rows.unique(["node", "hca", "port"], keep="last", maintain_order=True)
 
 
-def _read_table(path: Path, columns: tuple[str, ...]) -> pl.DataFrame:
-    """A strict CSV/YAML table with exactly ``columns`` (all read as text), plus ``origin``."""
+def _read_table(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> pl.DataFrame:
+    """A strict CSV/YAML table with exactly ``columns`` (all read as text, none empty) and
+    any of ``optional`` (may be empty), plus ``origin``."""
     suffix = path.suffix.lower()
     try:
         if suffix == ".csv":
@@ -162,13 +182,15 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> pl.DataFrame:
     except (OSError, pl.exceptions.PolarsError, yaml.YAMLError) as exc:
         raise ConnectorError(f"topology: cannot read {path}: {exc}") from None
     missing = [c for c in columns if c not in frame.columns]
-    unknown = [c for c in frame.columns if c not in columns]
+    unknown = [c for c in frame.columns if c not in columns + optional]
     if missing or unknown:
         raise ConnectorError(
             f"topology: {path}: columns must be exactly {', '.join(columns)}"
+            + (f" (and optionally {', '.join(optional)})" if optional else "")
             + (f"; missing {missing}" if missing else "") + (f"; unknown {unknown}" if unknown else "")
         )
-    frame = frame.select(columns).with_columns(pl.all().str.strip_chars().replace("", None))
+    present = [c for c in columns + optional if c in frame.columns]
+    frame = frame.select(present).with_columns(pl.all().str.strip_chars().replace("", None))
     frame = frame.with_row_index("row", offset=first_line)
     empty = frame.filter(pl.any_horizontal(pl.col(columns).is_null()))
     if empty.height:
@@ -178,9 +200,6 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> pl.DataFrame:
 
 
 def _conform(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
-    if "pci" in frame.columns and frame["pci"].null_count():
-        bad = frame.filter(pl.col("pci").is_null())["origin"].head(5).to_list()
-        raise ConnectorError(f"topology: {path}: unreadable PCI addresses at {bad} — write e.g. 0000:18:00.0")
     out = frame.select([
         (pl.col(c) if c in frame.columns else pl.lit(None, dtype=pl.String)).alias(c)
         for c in TOPOLOGY.names
