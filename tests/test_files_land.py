@@ -43,12 +43,16 @@ def land_attempts(lake: Lake, rows: list[dict]) -> None:
     lake.land("attempts", frame, cluster=CLUSTER)
 
 
+def run_of(attempt_id: str, job_id: str, start: datetime, end: datetime, nodes: list[str], ranks_per_node: int,
+           index: int = 0) -> dict:
+    """An attempt row: ``attempt_id`` of ``job_id`` (its ``index``-th run) on ``nodes``."""
+    return {"attempt_id": attempt_id, "job_id": job_id, "attempt_index": index, "start_ts": start, "end_ts": end,
+            "nodes": nodes, "n_nodes": len(nodes), "ranks_per_node": ranks_per_node}
+
+
 def job_4242(start: datetime, end: datetime) -> dict:
     """The attempt ``slurm-4242.out`` belongs to: two nodes, four ranks on each."""
-    return {
-        "attempt_id": "slurm/c1/4242/0", "job_id": "4242", "attempt_index": 0, "start_ts": start, "end_ts": end,
-        "nodes": ["gpu-a", "gpu-b"], "n_nodes": 2, "ranks_per_node": 4,
-    }
+    return run_of("slurm/c1/4242/0", "4242", start, end, ["gpu-a", "gpu-b"], 4)
 
 
 def observations(lake: Lake) -> pl.DataFrame:
@@ -179,12 +183,8 @@ def test_a_job_output_weeks_away_from_its_job_keeps_its_stamps(tmp_path):
 def test_requeued_job_picks_the_attempt_holding_the_lines_else_the_last(tmp_path):
     lake = Lake(tmp_path / "lake")
     land_attempts(lake, [
-        {"attempt_id": "slurm/c1/77/0", "job_id": "77", "attempt_index": 0,
-         "start_ts": ts(2026, 12, 6, 17, 0), "end_ts": ts(2026, 12, 6, 18, 0),
-         "nodes": ["gpu-a"], "n_nodes": 1, "ranks_per_node": 8},
-        {"attempt_id": "slurm/c1/77/1", "job_id": "77", "attempt_index": 1,
-         "start_ts": ts(2026, 12, 6, 18, 30), "end_ts": ts(2026, 12, 6, 19, 0),
-         "nodes": ["gpu-c"], "n_nodes": 1, "ranks_per_node": 8},
+        run_of("slurm/c1/77/0", "77", ts(2026, 12, 6, 17, 0), ts(2026, 12, 6, 18, 0), ["gpu-a"], 8),
+        run_of("slurm/c1/77/1", "77", ts(2026, 12, 6, 18, 30), ts(2026, 12, 6, 19, 0), ["gpu-c"], 8, index=1),
     ])
     first = tmp_path / "first" / "slurm-77.out"
     first.parent.mkdir()
@@ -340,12 +340,8 @@ def test_appended_output_of_a_requeued_job_is_split_by_attempt(tmp_path):
     attempt of a requeued job: each line goes to the attempt that had started by then."""
     lake = Lake(tmp_path / "lake")
     land_attempts(lake, [
-        {"attempt_id": "slurm/c1/88/0", "job_id": "88", "attempt_index": 0,
-         "start_ts": ts(2026, 12, 6, 17, 0), "end_ts": ts(2026, 12, 6, 18, 0),
-         "nodes": ["gpu-a"], "n_nodes": 1, "ranks_per_node": 8},
-        {"attempt_id": "slurm/c1/88/1", "job_id": "88", "attempt_index": 1,
-         "start_ts": ts(2026, 12, 6, 18, 30), "end_ts": ts(2026, 12, 6, 19, 0),
-         "nodes": ["gpu-c"], "n_nodes": 1, "ranks_per_node": 8},
+        run_of("slurm/c1/88/0", "88", ts(2026, 12, 6, 17, 0), ts(2026, 12, 6, 18, 0), ["gpu-a"], 8),
+        run_of("slurm/c1/88/1", "88", ts(2026, 12, 6, 18, 30), ts(2026, 12, 6, 19, 0), ["gpu-c"], 8, index=1),
     ])
     out = tmp_path / "slurm-88.out"
     body = WATCHDOG_R3[0].split("] ", 1)[1]
@@ -495,12 +491,8 @@ def test_a_requeued_jobs_appended_output_gives_each_run_its_own_nodes(tmp_path):
     of run 1's nodes too."""
     lake = Lake(tmp_path / "lake")
     land_attempts(lake, [
-        {"attempt_id": "slurm/c1/88/0", "job_id": "88", "attempt_index": 0,
-         "start_ts": ts(2026, 12, 6, 17, 0), "end_ts": ts(2026, 12, 6, 18, 0),
-         "nodes": ["c02", "c03"], "n_nodes": 2, "ranks_per_node": 1},
-        {"attempt_id": "slurm/c1/88/1", "job_id": "88", "attempt_index": 1,
-         "start_ts": ts(2026, 12, 6, 18, 2), "end_ts": ts(2026, 12, 6, 19, 0),
-         "nodes": ["c01", "c03"], "n_nodes": 2, "ranks_per_node": 1},
+        run_of("slurm/c1/88/0", "88", ts(2026, 12, 6, 17, 0), ts(2026, 12, 6, 18, 0), ["c02", "c03"], 1),
+        run_of("slurm/c1/88/1", "88", ts(2026, 12, 6, 18, 2), ts(2026, 12, 6, 19, 0), ["c01", "c03"], 1, index=1),
     ])
     out = tmp_path / "slurm-88.out"
     # slurmstepd's banner (Slurm's req.c format), NCCL's bootstrap banner (NVIDIA/nccl-tests#188),
@@ -529,10 +521,8 @@ def test_a_heterogeneous_jobs_output_goes_to_the_component_on_each_lines_node(tm
     lake = Lake(tmp_path / "lake")
     start, end = ts(2026, 12, 6, 17, 0), ts(2026, 12, 6, 18, 0)
     land_attempts(lake, [
-        {"attempt_id": "slurm/c1/900/0", "job_id": "900+0", "attempt_index": 0, "start_ts": start, "end_ts": end,
-         "nodes": ["h01"], "n_nodes": 1, "ranks_per_node": 1},
-        {"attempt_id": "slurm/c1/901/0", "job_id": "900+1", "attempt_index": 0, "start_ts": start, "end_ts": end,
-         "nodes": ["h02", "h03"], "n_nodes": 2, "ranks_per_node": 1},
+        run_of("slurm/c1/900/0", "900+0", start, end, ["h01"], 1),
+        run_of("slurm/c1/901/0", "900+1", start, end, ["h02", "h03"], 1),
     ])
     out = tmp_path / "slurm-900.out"
     # NCCL's bootstrap banner (NVIDIA/nccl-tests#188) and srun's report of a failed task

@@ -11,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, XID_79, syslog, verdicts_by_job
+from tests.end_to_end import ITERATION, XID_79, syslog, verdicts_by_job, watchdog_timeout
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 900+0|900|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|h01|gres/gpu=8,node=1
@@ -20,11 +20,9 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 
 
 def timeout_on(node: str, rank: int) -> str:
-    """PyTorch's watchdog timeout of ``rank`` behind NCCL's host prefix (the message as
-    hiyouga/LlamaFactory#6269 prints it), ten minutes after the GPU fell off the bus."""
-    return (f"{node}:4551{rank}:4559{rank} [{rank % 8}] [rank{rank}]:[E1120 08:59:00.755262105 ProcessGroupNCCL.cpp:607] "
-            f"[Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3, OpType=ALLREDUCE, "
-            "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600099 milliseconds before timing out.")
+    """PyTorch's watchdog timeout of ``rank`` (:func:`tests.end_to_end.watchdog_timeout`)
+    behind NCCL's host prefix instead of a task id, ten minutes after the GPU fell off the bus."""
+    return f"{node}:4551{rank}:4559{rank} [{rank % 8}] " + watchdog_timeout(rank, "08:59:00").split(": ", 1)[1]
 
 
 @pytest.fixture(scope="module")
