@@ -558,6 +558,29 @@ def test_slurmstepd_banner_carries_its_own_time(tmp_path):
     assert obs["program"][1] == "slurmstepd"
 
 
+def test_cray_mpich_error_header_carries_its_own_time(tmp_path):
+    """Cray MPICH's error header stamps a line with no prefix stamp by its own time (the
+    rank's wall clock, space-padded day or not); the stack's other lines inherit it."""
+    app = write(tmp_path / "slurm-2.out", [
+        "E0510 09:00:00.000000 1 x.cc:1] last iteration logged",
+        # ofiwg/libfabric#11307
+        "MPICH ERROR [Rank 11122] [job id 41595204.0] [Thu Aug 14 08:27:11 2025] [nid006700] - Abort(2695311) "
+        "(rank 11122 in comm 0): Fatal error in PMPI_Allreduce: Other MPI error, error stack:",
+        "MPIDI_Progress_test(97)..............:",
+        # the day as ctime pads it
+        "MPICH ERROR [Rank 0] [job id 9.0] [Mon Sep  1 08:00:05 2025] [nid000001] - Abort(1) (rank 0 in comm 0): "
+        "Fatal error in PMPI_Recv: Other MPI error, error stack:",
+    ])
+    obs = read_log_file(app, source="app", year=2025, timezone="Europe/Berlin").observations
+    assert obs["ts"].to_list() == [
+        datetime(2025, 5, 10, 7, 0, tzinfo=UTC),
+        datetime(2025, 8, 14, 6, 27, 11, tzinfo=UTC),  # 08:27:11 CEST
+        datetime(2025, 8, 14, 6, 27, 11, tzinfo=UTC),
+        datetime(2025, 9, 1, 6, 0, 5, tzinfo=UTC),
+    ]
+    assert obs["ts_source"].to_list() == ["line", "line", "inferred", "line"]
+
+
 def test_bad_inputs_raise_clear_errors(tmp_path):
     with pytest.raises(FilesError, match=r"unknown time zone 'Mars/Olympus'"):
         read_log_file(FIXTURES / "dmesg-gpu.txt", timezone="Mars/Olympus")

@@ -31,7 +31,9 @@ message.
 slurmstepd's cancellation banner (``*** JOB 867816 ON c0700a-s1 CANCELLED AT
 2021-05-11T12:06:17 DUE TO TIME LIMIT ***``) carries its own time, the node's wall clock
 without a zone: a banner with no prefix stamp takes that time instead of inheriting the
-previous line's (which may be hours older: the last iteration logged before the kill).
+previous line's (which may be hours older: the last iteration logged before the kill). So
+does Cray MPICH's error header (``MPICH ERROR [Rank 0] [job id 208676.0] [Mon May 15
+14:32:54 2023] [x1000c5s7b0n0] - Abort(…``), the rank's wall clock without a zone.
 
 ``srun:``/``slurmstepd:``/``salloc:``/``sbatch:`` lines get that tool as ``program`` (the
 tag stays in ``message``: it is part of what those tools print). Only lines whose prefix is
@@ -75,6 +77,14 @@ SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[[0-9]+\])?: "
 CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\b"
 """slurmstepd's banner (``*** STEP 1003.0 ON gpu007 CANCELLED AT 2026-11-28T12:20:41 ***``;
 older Slurm prints the host at the end); group 1 is its time."""
+MPICH_ERROR_AT = (
+    r"MPICH ERROR \[Rank [0-9]+\] \[job id [^\]]*\] "
+    r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})\]"
+)
+"""Cray MPICH's error header; group 1 is its ``ctime``-style time (``Mon May 15 14:32:54
+2023``, the day space-padded)."""
+BANNER_WORDS = r"CANCELLED AT|MPICH ERROR \["
+"""What a line carrying its own time in a banner holds: only those lines reach the banners' regexes."""
 FABRIC_MANAGER_STAMP = r"^\[([A-Z][a-z]{2} [0-9]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})\] "
 """The fabric manager's ``[Oct 31 2023 21:11:20] `` stamp (group 1), at the start of a line."""
 PREFIXES = f"(?:{LABEL}|{MPI_TAG}|{PDSH_HOST})?(?:{LAUNCHER})?(?:{PROCESS})?(?:{STAMP})?(?:{NCCL_HOST})?"
@@ -99,10 +109,14 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         ).alias("_rest"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_yearless_ts"))
-    # Only lines holding the banner's words reach its regex (the others as null), and only
+    # Only lines holding a banner's words reach its regex (the others as null), and only
     # lines opening with "[" the fabric manager's stamp.
-    banner = pl.when(pl.col("_message").str.contains("CANCELLED AT", literal=True)).then(pl.col("_message"))
-    banner_ts = local_stamps(banner.str.extract(CANCELLED_AT, 1), "%Y-%m-%dT%H:%M:%S", ctx.timezone)
+    banner = pl.when(pl.col("_message").str.contains(BANNER_WORDS)).then(pl.col("_message"))
+    mpich_at = banner.str.extract(MPICH_ERROR_AT, 1).str.replace(r" +", " ")
+    banner_ts = pl.coalesce(
+        local_stamps(banner.str.extract(CANCELLED_AT, 1), "%Y-%m-%dT%H:%M:%S", ctx.timezone),
+        local_stamps(mpich_at, "%a %b %d %H:%M:%S %Y", ctx.timezone),
+    )
     bracketed = pl.when(pl.col("_message").str.starts_with("[")).then(pl.col("_message"))
     frame = frame.with_columns(bracketed.str.extract(FABRIC_MANAGER_STAMP, 1).alias("_fm_stamp"))
     fm_ts = local_stamps(pl.col("_fm_stamp"), "%b %d %Y %H:%M:%S", ctx.timezone)
