@@ -538,47 +538,43 @@ BANNERS = [
 ]
 
 
-def test_slurmstepd_banner_carries_its_own_time(tmp_path):
-    """The banner's time (the node's wall clock) stamps a line that has no prefix stamp,
-    in the current and the older (host last) layout; a prefix stamp still wins, and prose
-    that merely says "cancelled at" inherits like any unstamped line."""
-    app = write(tmp_path / "slurm-1.out", [
-        "E0510 09:00:00.000000 1 x.cc:1] last iteration logged", BANNERS[0][0], BANNERS[1][0], BANNERS[2][0],
-        "the run was CANCELLED AT the user's request",
-    ])
-    obs = read_log_file(app, source="app", year=2021, timezone="Europe/Berlin").observations
-    assert obs["ts"].to_list() == [
-        datetime(2021, 5, 10, 7, 0, tzinfo=UTC),
-        datetime(2021, 5, 11, 10, 6, 17, tzinfo=UTC),  # 12:06:17 CEST
-        datetime(2018, 8, 6, 15, 21, 44, tzinfo=UTC),
-        datetime(2026, 4, 29, 21, 36, 37, 809000, tzinfo=UTC),
-        datetime(2026, 4, 29, 21, 36, 37, 809000, tzinfo=UTC),
-    ]
-    assert obs["ts_source"].to_list() == ["line", "line", "line", "line", "inferred"]
-    assert obs["program"][1] == "slurmstepd"
+LAST_ITERATION = "E0510 09:00:00.000000 1 x.cc:1] last iteration logged"
 
 
-def test_cray_mpich_error_header_carries_its_own_time(tmp_path):
-    """Cray MPICH's error header stamps a line with no prefix stamp by its own time (the
-    rank's wall clock, space-padded day or not); the stack's other lines inherit it."""
-    app = write(tmp_path / "slurm-2.out", [
-        "E0510 09:00:00.000000 1 x.cc:1] last iteration logged",
-        # ofiwg/libfabric#11307
-        "MPICH ERROR [Rank 11122] [job id 41595204.0] [Thu Aug 14 08:27:11 2025] [nid006700] - Abort(2695311) "
-        "(rank 11122 in comm 0): Fatal error in PMPI_Allreduce: Other MPI error, error stack:",
-        "MPIDI_Progress_test(97)..............:",
-        # the day as ctime pads it
-        "MPICH ERROR [Rank 0] [job id 9.0] [Mon Sep  1 08:00:05 2025] [nid000001] - Abort(1) (rank 0 in comm 0): "
-        "Fatal error in PMPI_Recv: Other MPI error, error stack:",
-    ])
-    obs = read_log_file(app, source="app", year=2025, timezone="Europe/Berlin").observations
-    assert obs["ts"].to_list() == [
-        datetime(2025, 5, 10, 7, 0, tzinfo=UTC),
-        datetime(2025, 8, 14, 6, 27, 11, tzinfo=UTC),  # 08:27:11 CEST
-        datetime(2025, 8, 14, 6, 27, 11, tzinfo=UTC),
-        datetime(2025, 9, 1, 6, 0, 5, tzinfo=UTC),
-    ]
-    assert obs["ts_source"].to_list() == ["line", "line", "inferred", "line"]
+@pytest.mark.parametrize(("lines", "year", "stamps", "sources", "program"), [
+    # slurmstepd's banner, in the current and the older (host last) layout; a prefix stamp
+    # still wins, and prose that merely says "cancelled at" inherits like any unstamped line.
+    ([LAST_ITERATION, BANNERS[0][0], BANNERS[1][0], BANNERS[2][0], "the run was CANCELLED AT the user's request"],
+     2021,
+     [datetime(2021, 5, 10, 7, 0, tzinfo=UTC),
+      datetime(2021, 5, 11, 10, 6, 17, tzinfo=UTC),  # 12:06:17 CEST
+      datetime(2018, 8, 6, 15, 21, 44, tzinfo=UTC),
+      datetime(2026, 4, 29, 21, 36, 37, 809000, tzinfo=UTC),
+      datetime(2026, 4, 29, 21, 36, 37, 809000, tzinfo=UTC)],
+     ["line", "line", "line", "line", "inferred"], "slurmstepd"),
+    # Cray MPICH's error header (ofiwg/libfabric#11307), its day space-padded or not; the
+    # stack's other lines inherit its time.
+    ([LAST_ITERATION,
+      "MPICH ERROR [Rank 11122] [job id 41595204.0] [Thu Aug 14 08:27:11 2025] [nid006700] - Abort(2695311) "
+      "(rank 11122 in comm 0): Fatal error in PMPI_Allreduce: Other MPI error, error stack:",
+      "MPIDI_Progress_test(97)..............:",
+      "MPICH ERROR [Rank 0] [job id 9.0] [Mon Sep  1 08:00:05 2025] [nid000001] - Abort(1) (rank 0 in comm 0): "
+      "Fatal error in PMPI_Recv: Other MPI error, error stack:"],
+     2025,
+     [datetime(2025, 5, 10, 7, 0, tzinfo=UTC),
+      datetime(2025, 8, 14, 6, 27, 11, tzinfo=UTC),  # 08:27:11 CEST
+      datetime(2025, 8, 14, 6, 27, 11, tzinfo=UTC),
+      datetime(2025, 9, 1, 6, 0, 5, tzinfo=UTC)],
+     ["line", "line", "inferred", "line"], None),
+], ids=["slurmstepd", "cray_mpich"])
+def test_a_banner_carries_its_own_time(tmp_path, lines, year, stamps, sources, program):
+    """A banner's time (the node's wall clock, read in the landing's zone) stamps a line
+    that has no prefix stamp."""
+    obs = read_log_file(write(tmp_path / "slurm-1.out", lines), source="app", year=year,
+                        timezone="Europe/Berlin").observations
+    assert obs["ts"].to_list() == stamps
+    assert obs["ts_source"].to_list() == sources
+    assert obs["program"][1] == program
 
 
 def test_bad_inputs_raise_clear_errors(tmp_path):
