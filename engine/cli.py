@@ -224,7 +224,7 @@ def ingest_topology(
     lake: LakeOpt,
     cluster: Annotated[str, typer.Option("--cluster", help="Cluster the topology belongs to.")],
     hca_ports: Annotated[
-        Path | None, typer.Option("--hca-ports", help="CSV/YAML: node, hca, port, switch, switch_port.")
+        Path | None, typer.Option("--hca-ports", help="CSV/YAML: node, hca, port, switch, switch_port[, pci].")
     ] = None,
     gpus: Annotated[Path | None, typer.Option("--gpus", help="CSV/YAML: node, gpu, pci.")] = None,
     ibnetdiscover: Annotated[Path | None, typer.Option("--ibnetdiscover", help="ibnetdiscover output.")] = None,

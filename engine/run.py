@@ -39,7 +39,7 @@ from engine.relabel import (
     demote_roots_after_the_hang, relink_orphaned_cascades, restore_orphaned_confirmations,
 )
 from engine.rules.loader import RulePack, load_rule_pack
-from engine.rules.python_rules import RuleContext, run_python_rules
+from engine.rules.python_rules import RuleContext, no_topology, run_python_rules
 from ingest.files.common import TS_DTYPE
 from ingest.lake import Derivation, Lake, days_between
 from ingest.schema import EVENTS, RESULTS
@@ -467,7 +467,7 @@ def correlate(
     correlated = demote_roots_after_the_hang(correlated)
     correlated = demote_outlived_roots(correlated, timedelta(seconds=config.seconds("fail_at_once")), skew)
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame(),
-                          topology=topology if topology is not None else pl.DataFrame())
+                          topology=topology if topology is not None else no_topology())
     correlated = restore_orphaned_confirmations(run_python_rules(correlated, pack.python, context))
     return relink_orphaned_cascades(correlated, pack.suppress, skew, [loaded.rule.id for loaded in pack.python])
 

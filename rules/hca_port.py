@@ -30,16 +30,13 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     known = located.drop_nulls("port").group_by("attempt_id", "node", "_pci").agg(pl.col("port").min().alias("_port"))
     filled = located.filter(pl.col("port").is_null()).join(known, on=["attempt_id", "node", "_pci"], how="left")
-    topology = context.topology
-    if {"kind", "pci", "hca", "port"} <= set(topology.columns):
-        # One port per PCI function (a file listing a function twice gives its first port).
-        cabled = topology.filter((pl.col("kind") == "hca_port") & pl.col("pci").is_not_null()).select(
-            "cluster", "node", pl.col("pci").alias("_pci"),
-            pl.concat_str([pl.col("hca"), pl.col("port")], separator=":").alias("_cabled"),
-        ).sort("cluster", "node", "_pci", "_cabled").unique(["cluster", "node", "_pci"], keep="first")
-        filled = filled.join(cabled, on=["cluster", "node", "_pci"], how="left").with_columns(
-            pl.coalesce("_port", "_cabled").alias("_port"))
-    filled = filled.drop_nulls("_port")
+    # One port per PCI function (a file listing a function twice gives its first port).
+    cabled = context.topology.filter((pl.col("kind") == "hca_port") & pl.col("pci").is_not_null()).select(
+        "cluster", "node", pl.col("pci").alias("_pci"),
+        pl.concat_str([pl.col("hca"), pl.col("port")], separator=":").alias("_cabled"),
+    ).sort("cluster", "node", "_pci", "_cabled").unique(["cluster", "node", "_pci"], keep="first")
+    filled = filled.join(cabled, on=["cluster", "node", "_pci"], how="left").with_columns(
+        pl.coalesce("_port", "_cabled").alias("_port")).drop_nulls("_port")
     if filled.is_empty():
         return events
     return events.with_columns(events["port"].scatter(filled["_row"], filled["_port"]))

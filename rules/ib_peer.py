@@ -96,8 +96,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     names = context.attempts.select("attempt_id", pl.col("nodes").alias("node")).explode("node").drop_nulls()
     by_address = pl.concat([
         shared.join(addresses, on=["attempt_id", "_shared"]).select("attempt_id", pl.col("node").alias("_end")),
-        shared.join(names, left_on=["attempt_id", pl.col("_shared").str.to_lowercase()], right_on=["attempt_id", "node"])
-        .select("attempt_id", pl.col("_shared").str.to_lowercase().alias("_end")),
+        shared.select("attempt_id", pl.col("_shared").str.to_lowercase().alias("_end"))
+        .join(names, left_on=["attempt_id", "_end"], right_on=["attempt_id", "node"]),
     ]).unique("attempt_id", keep="first", maintain_order=True)
     # Otherwise the one reporting node that never names the shared peer, and names few
     # enough others.

@@ -57,6 +57,7 @@ from pathlib import Path
 import polars as pl
 
 from engine.rules.model import PythonRule
+from ingest.schema import TOPOLOGY
 
 ApplyFn = Callable[[pl.DataFrame, "RuleContext"], pl.DataFrame]
 """The signature a python rule's ``apply`` function has."""
@@ -64,6 +65,12 @@ ApplyFn = Callable[[pl.DataFrame, "RuleContext"], pl.DataFrame]
 
 class PythonRuleError(Exception):
     """A python rule could not be loaded, or broke the contract when run."""
+
+
+def no_topology() -> pl.DataFrame:
+    """An empty :attr:`RuleContext.topology`: the topology table's columns plus ``cluster``,
+    as a lake without topology files gives them."""
+    return pl.from_arrow(TOPOLOGY.empty_table()).with_columns(pl.lit(None, dtype=pl.String).alias("cluster"))
 
 
 @dataclass(frozen=True)
@@ -75,12 +82,12 @@ class RuleContext:
     ``HISTORY_EVENTS`` of the pack's python rules; may be an empty frame, which a rule must
     tolerate. ``topology``: the lake's topology rows (topology table columns plus
     ``cluster``: HCA ports and their switch ports and PCI functions, GPUs and their PCI
-    addresses); may be empty too.
+    addresses); may have no row, but always has those columns.
     """
 
     attempts: pl.DataFrame
     history: pl.LazyFrame
-    topology: pl.DataFrame = field(default_factory=pl.DataFrame)
+    topology: pl.DataFrame = field(default_factory=no_topology)
 
 
 Cause = tuple[str, str, str, str]
