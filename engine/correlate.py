@@ -95,9 +95,14 @@ def on_peer_clocks(
     they move only when their own stamps say so; unstamped lines keep the stamp they
     inherited. The offsets ``read`` off the job's output (:func:`output_clock_offsets`)
     come from those lines' own stamps: their lines move by them."""
+    # Only the attempts with a node placed off are read, and only the moved rows' keys are
+    # joined: the job's lines of every other attempt pass through untouched.
+    placed_off = offsets["attempt_id"].unique().implode()
     timeouts = (
-        app_events.filter(reports_timeout() & (pl.col("ts_source") == "line") & pl.col("node").is_not_null())
+        app_events.lazy().filter(pl.col("attempt_id").is_in(placed_off))
+        .filter(reports_timeout() & (pl.col("ts_source") == "line") & pl.col("node").is_not_null())
         .group_by("attempt_id", "node").agg(pl.col("ts").median().alias("_seen"))
+        .collect()
     )
     seen = (
         timeouts.join(timeouts, on="attempt_id", suffix="_peer")
@@ -112,15 +117,13 @@ def on_peer_clocks(
     ])
     if moved.is_empty():
         return app_events
+    shift = app_events.select("attempt_id", "node").join(
+        moved, on=["attempt_id", "node"], how="left", maintain_order="left")["_offset"]
     own = pl.col("_offset").is_not_null() & (pl.col("ts_source") == "line")
-    return (
-        app_events.join(moved, on=["attempt_id", "node"], how="left", maintain_order="left")
-        .with_columns(
-            pl.when(own).then(pl.col("ts") - pl.col("_offset")).otherwise(pl.col("ts")).alias("ts"),
-            pl.when(own).then(pl.col("last_ts") - pl.col("_offset")).otherwise(pl.col("last_ts")).alias("last_ts"),
-        )
-        .drop("_offset")
-    )
+    return app_events.with_columns(shift).with_columns(
+        pl.when(own).then(pl.col("ts") - pl.col("_offset")).otherwise(pl.col("ts")).alias("ts"),
+        pl.when(own).then(pl.col("last_ts") - pl.col("_offset")).otherwise(pl.col("last_ts")).alias("last_ts"),
+    ).drop("_offset")
 
 
 RANK_COPY_KEYS = [k for k in DEDUPE_KEYS if k != "rank"] + ["params"]
