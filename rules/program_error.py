@@ -5,8 +5,9 @@ share the kernel reports every GPU's faults: an XID on a neighbour's GPU lands b
 attempt's own failure, often shortly before it; so does the link-down of a port the job's
 traffic never used (a management NIC). Which GPUs and ports an attempt used is rarely in its
 logs, but how it failed is: a rank that died of a *program error* — an exception no
-hardware fault raises (``ValueError``, ``KeyError``, a tensor shape mismatch, see
-:data:`PROGRAM_ERRORS` and :data:`TENSOR_MISMATCH`) — failed for its own reason. A fault of
+hardware fault raises (``ValueError``, ``KeyError``, a tensor shape mismatch, a CUDA
+kernel's failed assertion: see :data:`PROGRAM_ERRORS`, :data:`TENSOR_MISMATCH` and
+:data:`DEVICE_ASSERT_RULES`) — failed for its own reason. A fault of
 the job's own GPU reaches the job as a CUDA error (``uncorrectable ECC error``,
 ``unspecified launch failure``), which ``precedence.xid_over_cuda_error`` makes the fault's
 confirmation; a port of its own as NCCL transport errors, which the port-fault precedence
@@ -31,6 +32,13 @@ import polars as pl
 EXCEPTION_RULE = "framework.python_exception"
 """The rule (``cuda_framework.yaml``) whose ``exception`` and ``exc_message`` params name the
 exception that ended a process."""
+
+DEVICE_ASSERT_RULES = ("cuda.device_side_assert", "cuda.kernel_assert")
+"""The rules (``cuda_framework.yaml``) of a CUDA kernel's failed assertion and the
+"device-side assert triggered" error it raises: an index or class label out of range that
+the program passed a kernel, which no hardware fault makes."""
+
+RULES = (EXCEPTION_RULE, *DEVICE_ASSERT_RULES)
 
 PROGRAM_ERRORS = (
     "ValueError", "KeyError", "IndexError", "TypeError", "AttributeError", "NameError",
@@ -60,21 +68,23 @@ DEVICE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "network")
 
 
 def program_errors() -> pl.Expr:
-    """True for the events of :data:`EXCEPTION_RULE` that report a program error."""
+    """True for the events of :data:`EXCEPTION_RULE` that report a program error, and for
+    device-side asserts (:data:`DEVICE_ASSERT_RULES`)."""
     exception = pl.col("rule_id") == EXCEPTION_RULE
     # Only the exception rule's params are parsed, not every event's.
     params = pl.when(exception).then(pl.col("params"))
     cls = params.str.json_path_match("$.exception")
     message = params.str.json_path_match("$.exc_message")
     mismatch = (cls == "RuntimeError") & message.str.contains(TENSOR_MISMATCH)
-    return (exception & (cls.is_in(PROGRAM_ERRORS) | mismatch)).fill_null(False)
+    return (exception & (cls.is_in(PROGRAM_ERRORS) | mismatch)).fill_null(False) \
+        | pl.col("rule_id").is_in(DEVICE_ASSERT_RULES)
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Demote the GPU and network root candidates nothing confirms in attempts whose rank
     died of a program error (see the module docstring)."""
     # Every step but the last runs on the few rows it concerns, not on the whole run's events.
-    exceptions = events.filter(pl.col("rule_id") == EXCEPTION_RULE)
+    exceptions = events.filter(pl.col("rule_id").is_in(RULES))
     attempts = exceptions.filter(program_errors() & pl.col("role").is_in(["root_candidate", "confirmation"]))["attempt_id"]
     if attempts.is_empty():
         return events

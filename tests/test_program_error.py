@@ -36,6 +36,11 @@ IB_FLAP = ("kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN",
 SRUN_EXIT = "srun: error: g10: task 0: Exited with exit code 1"
 # https://github.com/PaddlePaddle/Paddle/issues/57411 (a CUDA failure raised as OSError)
 CUDA_OS_ERROR = "OSError: (External) CUDA error(719), unspecified launch failure."
+# https://github.com/AkariAsai/self-rag/issues/91 (an embedding fed an index out of range:
+# the kernel's assertion, once per thread, then the error it raises)
+KERNEL_ASSERT = ("../aten/src/ATen/native/cuda/Indexing.cu:1292: indexSelectLargeIndex: block: [654,0,0], "
+                 "thread: [{}] Assertion `srcIndex < srcSelectDimSize` failed.\n")
+DEVICE_ASSERT = "RuntimeError: CUDA error: device-side assert triggered"
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 810|810|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g1|gres/gpu=1,node=1
@@ -48,6 +53,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 817|817|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g8|gres/gpu=1,node=1
 818|818|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g9|gres/gpu=1,node=1
 819|819|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g10|gres/gpu=1,node=1
+820|820|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g11|gres/gpu=1,node=1
 """
 
 ERRORS = {
@@ -58,11 +64,14 @@ ERRORS = {
     "814": [KEY_ERROR],
     **{job: [error] for job, error in SHAPE_ERRORS.items()},
     "819": [SHAPE_ERRORS["815"]],
+    "820": [DEVICE_ASSERT],
 }
 FAULTS = {"814": [NIC_DOWN], "819": IB_FLAP}
 """The node lines of each job (default: an XID 79), a second apart."""
 AFTER = {"819": f"{SRUN_EXIT}\n"}
 """What each job's output says after the traceback (srun's report: the job's first cascade)."""
+BEFORE = {"820": "".join(KERNEL_ASSERT.format(f"{thread},0,0") for thread in range(32, 40))}
+"""What each job's output says before the traceback."""
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +85,8 @@ def verdicts(tmp_path_factory):
         traceback = "".join(
             f'Traceback (most recent call last):\n  File "train.py", line 171, in <module>\n{error}\n' for error in errors
         )
-        (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:20:20,000] {ITERATION}\n{traceback}{AFTER.get(job, '')}")
+        (logs / f"slurm-{job}.out").write_text(
+            f"[2026-11-20 10:20:20,000] {ITERATION}\n{BEFORE.get(job, '')}{traceback}{AFTER.get(job, '')}")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -99,6 +109,15 @@ def test_a_program_error_outranks_a_port_no_error_of_the_job_confirms(verdicts, 
     v = verdicts[job]
     assert (v["domain"], v["cause"]) == ("workload", "workload.exception")
     assert role_of(v, rule) == "context"
+
+
+def test_a_device_side_assert_outranks_a_gpu_fault_the_job_never_saw(verdicts):
+    """An index out of range trips a kernel's assertion: the program's data, whatever the
+    neighbour's GPU did (the precedence had made the assert the XID's confirmation)."""
+    v = verdicts["820"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.device_assert", [])
+    assert role_of(v, "gpu_xid") == "context"
+    assert role_of(v, "cuda.kernel_assert") == "root_candidate"
 
 
 def test_a_cuda_error_of_the_job_confirms_the_gpu_fault(verdicts):
