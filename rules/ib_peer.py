@@ -9,7 +9,9 @@ nodes name the broken node's address, and the broken node names each of theirs. 
 report is a root candidate, and without more the verdict blames every node that reported.
 
 The broken node is the one end all the failing connections share: the peer named by the
-most reporting nodes, when no other peer is named as often. Which node has that address is
+most reporting nodes, when no other peer is named as often, or the one peer named when one
+node reports (the other node of a two-node job died or hung, and its ranks said nothing:
+had the link between them broken, both would report). Which node has that address is
 read from NCCL's own INFO banners (``Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/IB : Using
 [0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``: the benign ``network.nccl_address`` events'
 ``addr``), where exactly one node of the attempt printed it; a peer named by its host name
@@ -78,10 +80,13 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         return events
     pairs = reports.select("attempt_id", "node", "_peer").unique()
     named = pairs.group_by("attempt_id", "_peer").agg(pl.len().alias("_by"))
-    # The peer named by the most nodes, when no other peer is named as often.
+    # The peer named by the most nodes, when no other peer is named as often; or the one
+    # peer the one reporting node names (a two-node job whose other node went silent).
+    lone = pairs.group_by("attempt_id").agg((pl.col("node").n_unique() == 1).alias("_lone"))
     shared = (
-        named.filter(pl.col("_by") == pl.col("_by").max().over("attempt_id"))
-        .filter((pl.len().over("attempt_id") == 1) & (pl.col("_by") >= 2))
+        named.join(lone, on="attempt_id")
+        .filter(pl.col("_by") == pl.col("_by").max().over("attempt_id"))
+        .filter((pl.len().over("attempt_id") == 1) & ((pl.col("_by") >= 2) | pl.col("_lone")))
         .select("attempt_id", pl.col("_peer").alias("_shared"), "_by")
     )
     # The node whose address the shared peer is, where one node of the attempt printed it.

@@ -1,7 +1,8 @@
 """The ``ib_common_peer`` python rule, end to end: when NCCL's retry-exceeded reports of an
 attempt all touch one node (the others name its address, it names theirs), that node is the
 culprit; so is the node whose NCCL bootstrap banner shows the shared address, even when it
-reported nothing, and the node an Open MPI openib report names by its host; when nothing maps the address and the shared end reported nothing, or two
+reported nothing, and the node an Open MPI openib report names by its host, and the one peer
+the one reporting node names; when nothing maps the address and the shared end reported nothing, or two
 nodes only name each other, every reporting node stays a suspect. Real NCCL lines, landed through the Slurm connector and the
 files landing, attributed by a run."""
 
@@ -25,6 +26,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 804|804|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[12-19]|gres/gpu=64,node=8
 805|805|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[20-22]|gres/gpu=24,node=3
 806|806|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[23-25]|gres/gpu=24,node=3
+807|807|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[26-27]|gres/gpu=16,node=2
 """
 
 
@@ -88,6 +90,11 @@ def verdicts(tmp_path_factory):
     # Open MPI's openib reports name the peer's host: everyone names n25, which reported nothing.
     (logs / "slurm-806.out").write_text(f"[2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(
         openib_retry_exceeded(*r) + "\n" for r in ((4, "n23", "n25"), (12, "n24", "n25"))))
+    # A two-node job: n26 names n27's address, and n27 (its banner's) said nothing more.
+    (logs / "slurm-807.out").write_text(output(
+        (4, "n26", "10.22.0.27"), (5, "n26", "10.22.0.27"),
+        banners=(bootstrap(0, "n26", "10.22.0.26"), bootstrap(8, "n27", "10.22.0.27")),
+    ))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -113,6 +120,13 @@ def test_the_shared_address_names_its_node_through_nccls_bootstrap_banner(verdic
     roles = {(e["node"], e["role"]) for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"}
     assert roles == {("n9", "cascade"), ("n10", "cascade")}
     assert v["affected_nodes"] == ["n10", "n9"]
+
+
+def test_the_one_peer_the_one_reporting_node_names_is_the_silent_end(verdicts):
+    """Had the link between them broken, both ends would report: the silent one died."""
+    v = verdicts["807"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n27"])
+    assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"cascade"}
 
 
 def test_a_shared_peer_named_by_its_host_is_that_node(verdicts):
