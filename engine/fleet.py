@@ -120,11 +120,13 @@ def _update_noted(verdicts: pl.DataFrame, notes: pl.DataFrame, updates: list[pl.
 
 def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     """Note root causes shared by at least ``systemic_nodes`` culprit nodes whose first
-    faults lie within ``systemic_window`` of each other (one outage, many victims)."""
+    faults lie within ``systemic_window`` of each other (one outage, many victims). The
+    culprits of an ``ambiguous`` verdict are counted for none: they are the suspects of
+    competing explanations, not nodes the cause was found on."""
     window = timedelta(seconds=config.seconds("systemic_window"))
     roots = (
         verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE) & pl.col("first_fault_ts").is_not_null())
-        .select("attempt_id", "cluster", "cause", "first_fault_ts", "culprit_nodes")
+        .select("attempt_id", "cluster", "cause", "first_fault_ts", "culprit_nodes", "quality")
     )
     if roots.is_empty():
         return verdicts
@@ -132,13 +134,13 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     # cause can be the root of thousands of attempts over a week).
     bucket = pl.col("first_fault_ts").dt.epoch("s") // int(window.total_seconds())
     others = (
-        roots.explode("culprit_nodes")
+        roots.filter(pl.col("quality") != "ambiguous").drop("quality").explode("culprit_nodes")
         .with_columns(pl.concat_list(bucket - 1, bucket, bucket + 1).alias("_bucket"))
         .explode("_bucket")
         .rename({"first_fault_ts": "ts_other"})
     )
     nearby = (
-        roots.with_columns(bucket.alias("_bucket"))
+        roots.drop("quality").with_columns(bucket.alias("_bucket"))
         .join(others, on=["cluster", "cause", "_bucket"], suffix="_other")
         .filter((pl.col("ts_other") - pl.col("first_fault_ts")).abs() <= window)
         .group_by("attempt_id", "cause", "first_fault_ts")

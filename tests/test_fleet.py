@@ -64,3 +64,17 @@ def test_one_cause_on_many_nodes_at_once_is_systemic():
         note = [e for e in v[attempt]["evidence"] if e["rule_id"] == "fleet.systemic"]
         assert len(note) == 1 and "on 3 nodes" in note[0]["message"]
     assert not any(e["rule_id"] == "fleet.systemic" for e in v["a3"]["evidence"])
+
+
+def test_the_suspects_of_one_ambiguous_verdict_are_no_systemic_event():
+    """Three roots of three domains on three nodes at once: competing explanations of one
+    job, not one cause on three nodes."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2", "n3"]})
+    ev = events({"node": "n1", "event": "xid", "ts": at(10)},
+                {"node": "n2", "event": "link_down", "domain": "network", "cause": "network.link_down",
+                 "ts": at(10.001), "port": "mlx5_0:1"},
+                {"node": "n3", "event": "nfs", "domain": "storage", "cause": "storage.filesystem_unavailable",
+                 "ts": at(10.002)})
+    v = run_fleet(att, ev)["a"]
+    assert (v["quality"], v["culprit_nodes"]) == ("ambiguous", ["n1", "n2", "n3"])
+    assert not any(e["rule_id"] == "fleet.systemic" for e in v["evidence"])
