@@ -94,6 +94,41 @@ def test_attempts_land_and_relanding_is_idempotent(attempts, tmp_path):
     assert lake.scan("attempts").collect().height == attempts.height == 6
 
 
+def test_a_later_snapshot_without_the_pods_erases_nothing(attempts, tmp_path):
+    lake = Lake(tmp_path / "lake")
+    lake.land("attempts", attempts, cluster="k1")
+    # Taken after the pods were deleted: no nodes, no exit code, no OOM, no taint manager.
+    later = next(KueueConnector(KueueOptions(workloads_file=FIXTURES / "workloads.json"), cluster="k1")
+                 .fetch(None)).rows
+    lake.land("attempts", later, cluster="k1")
+    lake.land("attempts", later, cluster="k1")
+    stored = lake.scan("attempts").drop("cluster", "day").collect().sort("attempt_id")
+    assert stored.equals(attempts.sort("attempt_id"))
+    # And the other way round: the snapshot that saw the pods adds what it knows.
+    other = Lake(tmp_path / "other")
+    other.land("attempts", later, cluster="k1")
+    other.land("attempts", attempts, cluster="k1")
+    assert other.scan("attempts").drop("cluster", "day").collect().sort("attempt_id").equals(stored)
+
+
+def test_a_later_report_updates_a_running_attempt(tmp_path):
+    lake = Lake(tmp_path / "lake")
+    values = {
+        "attempt_id": "a", "scheduler": "kueue", "job_id": "ml/j", "job_name": None, "user": None,
+        "partition": None, "attempt_index": 0, "submit_ts": None, "start_ts": _utc(2026, 11, 30, 10),
+        "end_ts": None, "raw_state": "Admitted", "state": "running", "exit_code": None, "signal": None,
+        "nodes": ["n1"], "n_nodes": 1, "ranks_per_node": None, "gpus_per_node": None, "origin": "o",
+    }
+    running = pl.DataFrame({c: [v] for c, v in values.items()}, schema=pl.from_arrow(ATTEMPTS.empty_table()).schema)
+    lake.land("attempts", running, cluster="k1")
+    ended = running.with_columns(end_ts=pl.lit(_utc(2026, 11, 30, 12)), state=pl.lit("failed"),
+                                 raw_state=pl.lit("Finished:Failed"))
+    lake.land("attempts", ended, cluster="k1")
+    row = lake.scan("attempts").collect().row(0, named=True)
+    assert row["state"] == "failed" and row["end_ts"] == _utc(2026, 11, 30, 12) and row["nodes"] == ["n1"]
+    assert lake.scan("attempts").collect().height == 1
+
+
 def test_workloads_without_pods_still_give_attempts():
     opts = KueueOptions(workloads_file=FIXTURES / "workloads.json")
     rows = next(KueueConnector(opts, cluster="k1").fetch(None)).rows
