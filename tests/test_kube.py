@@ -17,7 +17,7 @@ import polars as pl
 import pytest
 
 from ingest.connectors.base import ConnectorError, FetchWindow
-from ingest.connectors.kube import KueueConnector, KueueOptions, PodLogsConnector, PodLogsOptions
+from ingest.connectors.kube import KueueConnector, KueueOptions, PodLogsConnector, PodLogsOptions, kueue_attempts
 from ingest.lake import Lake
 from ingest.schema import ATTEMPTS, OBSERVATIONS, REJECTS, STATES
 from tests.local_http import serve
@@ -134,6 +134,88 @@ def test_workloads_without_pods_still_give_attempts():
     rows = next(KueueConnector(opts, cluster="k1").fetch(None)).rows
     second = _by_id(rows)["kueue/k1/ml/job-train-llama-5d8f2/1"]
     assert second["state"] == "failed" and second["nodes"] == [] and second["exit_code"] is None
+
+
+def _condition(ctype: str, status: str, when: str, reason: str, message: str = "") -> dict:
+    return {"type": ctype, "status": status, "lastTransitionTime": when, "reason": reason,
+            "message": message, "observedGeneration": 1}
+
+
+def _workload(name: str, owner: tuple[str, str, str], conditions: list[dict], **metadata) -> dict:
+    """A Workload as `kubectl get workloads -o json` prints it (the fields the connector reads)."""
+    api, kind, owner_name = owner
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+        "metadata": {"name": name, "namespace": "ml", "uid": f"{name}-uid",
+                     "creationTimestamp": "2026-11-30T09:59:00Z",
+                     "ownerReferences": [{"apiVersion": api, "kind": kind, "name": owner_name,
+                                          "uid": "o", "controller": True}], **metadata},
+        "spec": {"queueName": "team-a", "active": True},
+        "status": {"conditions": [_condition("QuotaReserved", "True", "2026-11-30T10:00:00Z", "QuotaReserved"),
+                                  _condition("Admitted", "True", "2026-11-30T10:00:00Z", "Admitted"),
+                                  *conditions]},
+    }
+
+
+def _pod(name: str, node: str, labels: dict, owner: tuple[str, str, str], status: dict | None = None,
+         gpus: str = "8", **metadata) -> dict:
+    """A running Pod as `kubectl get pods -o json` prints it; ``status`` adds to its status."""
+    api, kind, owner_name = owner
+    resources = {"cpu": "96", "memory": "1600Gi", "nvidia.com/gpu": gpus}
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "uid": f"{name}-uid", "labels": labels,
+                     "ownerReferences": [{"apiVersion": api, "kind": kind, "name": owner_name,
+                                          "uid": "o", "controller": True}], **metadata},
+        "spec": {"nodeName": node, "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+                                                   "resources": {"limits": resources, "requests": resources}}]},
+        "status": {"phase": "Running", "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-30T10:00:01Z"}],
+            "containerStatuses": [{"name": "trainer", "state": {"running": {"startedAt": "2026-11-30T10:00:05Z"}}}],
+            **(status or {})},
+    }
+
+
+def _jobset_pod(jobset: str, index: int, node: str, **kwargs) -> dict:
+    """A JobSet's pod: owned by the child Job ``<jobset>-workers-<index>``."""
+    child = f"{jobset}-workers-{index}"
+    labels = {"batch.kubernetes.io/job-name": child, "job-name": child,
+              "jobset.sigs.k8s.io/jobset-name": jobset, "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+              "jobset.sigs.k8s.io/job-index": str(index)}
+    return _pod(f"{child}-0-x{index}k2p", node, labels, ("batch/v1", "Job", child), **kwargs)
+
+
+JOBSET = ("jobset.x-k8s.io/v1alpha2", "JobSet", "nemo")
+PYTORCHJOB = ("kubeflow.org/v1", "PyTorchJob", "llama")
+
+
+def _kubeflow_pod(job: str, replica: str, node: str, **kwargs) -> dict:
+    """A Kubeflow training job's pod (PyTorchJob, MPIJob…), owned by the job."""
+    labels = {"training.kubeflow.org/job-name": job, "training.kubeflow.org/replica-type": replica,
+              "training.kubeflow.org/replica-index": "0"}
+    return _pod(f"{job}-{replica}-0", node, labels, PYTORCHJOB[:2] + (job,), **kwargs)
+
+
+def _kueue_rows(workloads: list[dict], pods: list[dict]) -> dict[str, dict]:
+    return _by_id(kueue_attempts(workloads, pods, "k1", "wl.json"))
+
+
+def test_jobset_pods_are_linked_through_their_child_jobs():
+    rows = _kueue_rows([_workload("jobset-nemo-8tg9k", JOBSET, [])],
+                       [_jobset_pod("nemo", 0, "gpu-node-001"), _jobset_pod("nemo", 1, "gpu-node-002")])
+    row = rows["kueue/k1/ml/jobset-nemo-8tg9k/0"]
+    assert row["nodes"] == ["gpu-node-001", "gpu-node-002"] and row["job_id"] == "ml/nemo"
+
+
+def test_mpijob_launcher_pod_is_linked_by_its_kubeflow_label():
+    # mpi-operator v2 runs the launcher as a batch Job of its own (`<name>-launcher`); the
+    # workers are the MPIJob's own pods.
+    launcher = _kubeflow_pod("llama", "launcher", "gpu-node-001")
+    launcher["metadata"]["labels"] |= {"batch.kubernetes.io/job-name": "llama-launcher", "job-name": "llama-launcher"}
+    launcher["metadata"]["ownerReferences"][0] |= {"apiVersion": "batch/v1", "kind": "Job", "name": "llama-launcher"}
+    pods = [launcher, _kubeflow_pod("llama", "worker", "gpu-node-002")]
+    rows = _kueue_rows([_workload("mpijob-llama-q7kqw", ("kubeflow.org/v2beta1", "MPIJob", "llama"), [])], pods)
+    assert rows["kueue/k1/ml/mpijob-llama-q7kqw/0"]["nodes"] == ["gpu-node-001", "gpu-node-002"]
 
 
 def test_not_a_list_is_a_clear_error(tmp_path):

@@ -7,7 +7,11 @@ json``, API ``kueue.x-k8s.io/v1beta1``) and the pods of their jobs (``kubectl ge
 transition of each type, ``status.schedulingStats.evictions`` counts evictions by reason and
 ``status.requeueState.count`` counts requeues. Every eviction ended one attempt, so a
 workload evicted *n* times and admitted again has *n* + 1 attempts (``attempt_index`` per
-admission); only the latest eviction and the current admission carry times. Pod status then
+admission); only the latest eviction and the current admission carry times. A pod belongs to
+the Workload of the job at the top of its owner chain: a JobSet's pods (owned by its child
+Jobs) by their ``jobset.sigs.k8s.io/jobset-name`` label, a Kubeflow job's (PyTorchJob,
+MPIJob, whose launcher is a Job of its own) by ``training.kubeflow.org/job-name``, a batch
+Job's by its ``job-name`` label, anything else by its owner reference. Pod status then
 refines the current attempt: a container ``OOMKilled`` → ``out_of_memory``; a
 ``DisruptionTarget`` condition or a kubelet eviction (``status.reason: Evicted``) →
 ``preempted`` (``node_fail`` when the taint manager or pod GC deleted it: the node went
@@ -66,7 +70,7 @@ POD_SCHEMA = {
         "name": pl.String, "namespace": pl.String,
         "labels": pl.Struct({
             "batch.kubernetes.io/job-name": pl.String, "job-name": pl.String,
-            "jobset.sigs.k8s.io/jobset-name": pl.String,
+            "jobset.sigs.k8s.io/jobset-name": pl.String, "training.kubeflow.org/job-name": pl.String,
         }),
         "ownerReferences": _OWNERS,
     }),
@@ -273,9 +277,13 @@ def _pod_summary(pods: list[dict]) -> pl.DataFrame:
     labels = pl.col("metadata").struct.field("labels")
     frame = pl.from_dicts(pods, schema=POD_SCHEMA).select(
         namespace=pl.col("metadata").struct.field("namespace"),
+        # The Workload belongs to the top of the owner chain, so the labels that name it come
+        # first: a JobSet's pods belong to its child Jobs (their job-name labels and owner
+        # reference name those), a Kubeflow job's to the job itself.
         owner=pl.coalesce(
-            labels.struct.field("batch.kubernetes.io/job-name"), labels.struct.field("job-name"),
             labels.struct.field("jobset.sigs.k8s.io/jobset-name"),
+            labels.struct.field("training.kubeflow.org/job-name"),
+            labels.struct.field("batch.kubernetes.io/job-name"), labels.struct.field("job-name"),
             pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
         ),
         node=pl.col("spec").struct.field("nodeName"),
