@@ -218,6 +218,23 @@ def test_mpijob_launcher_pod_is_linked_by_its_kubeflow_label():
     assert rows["kueue/k1/ml/mpijob-llama-q7kqw/0"]["nodes"] == ["gpu-node-001", "gpu-node-002"]
 
 
+def test_a_deleted_workload_is_a_cancelled_attempt_ending_at_the_deletion():
+    deleting = {"deletionTimestamp": "2026-11-30T11:48:10Z", "deletionGracePeriodSeconds": 0}
+    pods = [_kubeflow_pod("llama", "master", "gpu-node-001", **deleting)]
+    rows = _kueue_rows([_workload("pytorchjob-llama-q7kqw", PYTORCHJOB, [], **deleting)], pods)
+    row = rows["kueue/k1/ml/pytorchjob-llama-q7kqw/0"]
+    assert row["state"] == "cancelled" and row["raw_state"] == "Deleted"
+    assert row["end_ts"] == _utc(2026, 11, 30, 11, 48, 10) and row["nodes"] == ["gpu-node-001"]
+
+
+def test_a_finished_workload_deleted_later_keeps_its_end():
+    finished = _condition("Finished", "True", "2026-11-30T11:00:00Z", "Succeeded", "Job finished successfully")
+    rows = _kueue_rows([_workload("job-bert-9a1b3", ("batch/v1", "Job", "bert"), [finished],
+                                  deletionTimestamp="2026-11-30T12:00:00Z")], [])
+    row = rows["kueue/k1/ml/job-bert-9a1b3/0"]
+    assert row["state"] == "completed" and row["end_ts"] == _utc(2026, 11, 30, 11)
+
+
 def test_not_a_list_is_a_clear_error(tmp_path):
     bad = tmp_path / "wl.json"
     bad.write_text(json.dumps({"items": "nope"}))

@@ -16,7 +16,8 @@ refines the current attempt: a container ``OOMKilled`` → ``out_of_memory``; a
 ``DisruptionTarget`` condition or a kubelet eviction (``status.reason: Evicted``) →
 ``preempted`` (``node_fail`` when the taint manager or pod GC deleted it: the node went
 away); the failing container's exit code, the signal (exit code − 128 above 128) and the
-nodes (``spec.nodeName``).
+nodes (``spec.nodeName``). A Workload with a ``metadata.deletionTimestamp`` (its job was
+deleted) that has not finished is a ``cancelled`` attempt ending at that time.
 
 :class:`PodLogsConnector` reads ``/api/v1/namespaces/{ns}/pods/{pod}/log?timestamps=true``
 from the Kubernetes API (bearer token from the environment) and turns each
@@ -49,7 +50,7 @@ _OWNERS = pl.List(pl.Struct({"kind": pl.String, "name": pl.String}))
 WORKLOAD_SCHEMA = {
     "metadata": pl.Struct({
         "name": pl.String, "namespace": pl.String, "uid": pl.String,
-        "creationTimestamp": pl.String, "ownerReferences": _OWNERS,
+        "creationTimestamp": pl.String, "deletionTimestamp": pl.String, "ownerReferences": _OWNERS,
     }),
     "spec": pl.Struct({"queueName": pl.String}),
     "status": pl.Struct({
@@ -172,6 +173,7 @@ def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin
         namespace=pl.col("metadata").struct.field("namespace"),
         owner=pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
         submit_ts=_ts(pl.col("metadata").struct.field("creationTimestamp")),
+        deleted_ts=_ts(pl.col("metadata").struct.field("deletionTimestamp")),
         queue=pl.col("spec").struct.field("queueName"),
         conditions=pl.col("status").struct.field("conditions"),
         requeues=pl.col("status").struct.field("requeueState").struct.field("count"),
@@ -201,12 +203,17 @@ def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin
         "name", "namespace", "owner", "job_id", "queue", "submit_ts",
         attempt_index=pl.col("n_evicted"),
         start_ts=pl.col("admitted_ts"),
-        end_ts=pl.when(pl.col("finished")).then(pl.col("finished_ts")),
+        # A Workload being deleted (its job deleted with `kubectl delete`, the garbage
+        # collector following the owner) keeps its conditions until Kueue's finalizer lets it
+        # go: an admitted one is the running attempt, cancelled at its deletionTimestamp.
+        end_ts=pl.when(pl.col("finished")).then(pl.col("finished_ts")).otherwise(pl.col("deleted_ts")),
         raw_state=pl.when(pl.col("finished"))
         .then(pl.concat_str(pl.lit("Finished:"), pl.col("finished_reason").fill_null("")))
+        .when(pl.col("deleted_ts").is_not_null()).then(pl.lit("Deleted"))
         .otherwise(pl.lit("Admitted")),
         state=pl.when(pl.col("finished"))
         .then(pl.col("finished_reason").replace_strict(FINISHED_STATES, default="failed"))
+        .when(pl.col("deleted_ts").is_not_null()).then(pl.lit("cancelled"))
         .otherwise(pl.lit("running")),
     )
     attempts = pl.concat([evicted, current], how="diagonal_relaxed")
@@ -328,7 +335,7 @@ def _merge_pods(attempts: pl.DataFrame, pods: pl.DataFrame, wl: pl.DataFrame) ->
         pl.when(mine & pl.col("oom").fill_null(False) & failed).then(pl.lit("out_of_memory"))
         .when(mine & pl.col("disruption").is_in(NODE_GONE).fill_null(False)).then(pl.lit("node_fail"))
         .when(mine & (pl.col("disruption").is_not_null() | pl.col("kubelet_evicted").fill_null(False))
-              & (pl.col("state") != "completed")).then(pl.lit("preempted"))
+              & ~pl.col("state").is_in(["completed", "cancelled"])).then(pl.lit("preempted"))
         .otherwise(pl.col("state"))
     )
     return merged.with_columns(
