@@ -75,7 +75,8 @@ def test_success_is_completed_with_its_node(attempts):
 def test_requeued_after_pods_ready_timeout_without_scheduling_stats(attempts):
     rows = attempts.filter(pl.col("job_id") == "ml/eval").sort("attempt_index")
     assert rows["attempt_index"].to_list() == [0, 1]
-    assert rows["state"].to_list() == ["preempted", "preempted"]
+    # The pods did not become ready in time: a failed attempt, not a preemption.
+    assert rows["state"].to_list() == ["failed", "failed"]
     assert rows["raw_state"].to_list() == ["Evicted:PodsReadyTimeout"] * 2
     assert rows["end_ts"].to_list() == [None, _utc(2026, 11, 30, 12, 40)]
 
@@ -233,6 +234,68 @@ def test_a_finished_workload_deleted_later_keeps_its_end():
                                   deletionTimestamp="2026-11-30T12:00:00Z")], [])
     row = rows["kueue/k1/ml/job-bert-9a1b3/0"]
     assert row["state"] == "completed" and row["end_ts"] == _utc(2026, 11, 30, 11)
+
+
+def _evicted(reason: str, message: str, evictions: list[dict] | None = None) -> dict:
+    """A Workload Kueue has just evicted: no longer admitted, Evicted True."""
+    wl = _workload("jobset-nemo-8tg9k", JOBSET, [_condition("Evicted", "True", "2026-11-30T11:15:33Z", reason, message)])
+    wl["status"]["conditions"][:2] = [
+        _condition("QuotaReserved", "False", "2026-11-30T11:15:33Z", "Pending", message),
+        _condition("Admitted", "False", "2026-11-30T11:15:33Z", "NoReservation", "The workload has no reservation")]
+    if evictions is not None:
+        wl["status"]["schedulingStats"] = {"evictions": evictions}
+    return wl
+
+
+@pytest.mark.parametrize(("reason", "cause", "state"), [
+    ("Preempted", "InClusterQueue", "preempted"),
+    ("ClusterQueueStopped", "", "preempted"),
+    ("PodsReadyTimeout", "WaitForRecovery", "failed"),
+    ("NodeFailures", "", "node_fail"),
+    ("InactiveWorkload", "", "cancelled"),
+    ("Deactivated", "", "cancelled"),
+    ("Deactivated", "MaximumExecutionTimeExceeded", "timeout"),
+    ("InactiveWorkloadMaximumExecutionTimeExceeded", "", "timeout"),
+    ("Deactivated", "RequeuingLimitExceeded", "failed"),
+])
+def test_each_eviction_reason_has_its_state(reason, cause, state):
+    wl = _evicted(reason, "The workload is deactivated", [{"reason": reason, "underlyingCause": cause, "count": 1}])
+    row = _kueue_rows([wl], [])["kueue/k1/ml/jobset-nemo-8tg9k/0"]
+    assert row["state"] == state and row["raw_state"] == f"Evicted:{reason}"
+    assert row["end_ts"] == _utc(2026, 11, 30, 11, 15, 33)
+
+
+KUBELET_PRESSURE = ("The node was low on resource: memory. Threshold quantity: 100Mi, available: 92344Ki. "
+                    "Container trainer was using 494123008Ki, request is 400Gi, has larger consumption of memory. ")
+
+
+def _failed(name: str, owner: tuple[str, str, str]) -> dict:
+    return _workload(name, owner, [_condition("Finished", "True", "2026-11-30T11:33:12Z", "Failed",
+                                              "PyTorchJob llama is failed because 1 Worker replica(s) failed.")])
+
+
+def _disrupted(disruption: str, message: str, status: dict | None = None) -> dict:
+    terminated = {"terminated": {"exitCode": 137, "reason": "Error", "finishedAt": "2026-11-30T11:33:11Z"}}
+    return _kubeflow_pod("llama", "worker", "gpu-node-002", status={
+        "phase": "Failed", "conditions": [{"type": "DisruptionTarget", "status": "True", "reason": disruption,
+                                           "message": message, "lastTransitionTime": "2026-11-30T11:33:10Z"}],
+        "containerStatuses": [{"name": "trainer", "state": terminated}], **(status or {})})
+
+
+def test_a_kubelet_pressure_eviction_is_no_preemption():
+    pod = _disrupted("TerminationByKubelet", KUBELET_PRESSURE, {"reason": "Evicted", "message": KUBELET_PRESSURE})
+    row = _kueue_rows([_failed("pytorchjob-llama-q7kqw", PYTORCHJOB)], [pod])["kueue/k1/ml/pytorchjob-llama-q7kqw/0"]
+    assert row["state"] == "failed" and row["exit_code"] == 137 and row["nodes"] == ["gpu-node-002"]
+
+
+@pytest.mark.parametrize(("reason", "state"), [
+    ("PreemptionByScheduler", "preempted"), ("EvictionByEvictionAPI", "preempted"),
+    ("DeletionByTaintManager", "node_fail"), ("DeletionByPodGC", "node_fail"),
+])
+def test_pod_disruption_reasons_have_their_state(reason, state):
+    pod = _disrupted(reason, "Taint manager: deleting due to NoExecute taint")
+    row = _kueue_rows([_failed("pytorchjob-llama-q7kqw", PYTORCHJOB)], [pod])["kueue/k1/ml/pytorchjob-llama-q7kqw/0"]
+    assert row["state"] == state
 
 
 def test_not_a_list_is_a_clear_error(tmp_path):

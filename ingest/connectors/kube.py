@@ -5,7 +5,8 @@ json``, API ``kueue.x-k8s.io/v1beta1``) and the pods of their jobs (``kubectl ge
 -o json``), from files or by running ``kubectl``. A Workload is a snapshot: its conditions
 (QuotaReserved, Admitted, PodsReady, Evicted, Preempted, Finished) hold only the latest
 transition of each type, ``status.schedulingStats.evictions`` counts evictions by reason and
-``status.requeueState.count`` counts requeues. Every eviction ended one attempt, so a
+``status.requeueState.count`` counts requeues. Every eviction ended one attempt (its state
+from the eviction's reason: :data:`EVICTED_STATES`, :data:`DEACTIVATED_STATES`), so a
 workload evicted *n* times and admitted again has *n* + 1 attempts (``attempt_index`` per
 admission); only the latest eviction and the current admission carry times. A pod belongs to
 the Workload of the job at the top of its owner chain: a JobSet's pods (owned by its child
@@ -13,9 +14,9 @@ Jobs) by their ``jobset.sigs.k8s.io/jobset-name`` label, a Kubeflow job's (PyTor
 MPIJob, whose launcher is a Job of its own) by ``training.kubeflow.org/job-name``, a batch
 Job's by its ``job-name`` label, anything else by its owner reference. Pod status then
 refines the current attempt: a container ``OOMKilled`` → ``out_of_memory``; a
-``DisruptionTarget`` condition or a kubelet eviction (``status.reason: Evicted``) →
-``preempted`` (``node_fail`` when the taint manager or pod GC deleted it: the node went
-away); the failing container's exit code, the signal (exit code − 128 above 128) and the
+``DisruptionTarget`` condition → :data:`DISRUPTION_STATES` (``node_fail`` when the taint
+manager or pod GC deleted the pod, ``preempted`` for the scheduler's preemption or a drain);
+the failing container's exit code, the signal (exit code − 128 above 128) and the
 nodes (``spec.nodeName``). A Workload with a ``metadata.deletionTimestamp`` (its job was
 deleted) that has not finished is a ``cancelled`` attempt ending at that time.
 
@@ -88,8 +89,32 @@ POD_SCHEMA = {
 FINISHED_STATES = {"Succeeded": "completed", "Failed": "failed"}
 """``Finished`` condition reason → state; other reasons (AdmissionChecksRejected…) fail."""
 
-NODE_GONE = ("DeletionByTaintManager", "DeletionByPodGC")
-"""``DisruptionTarget`` reasons that mean the node failed rather than a preemption."""
+EVICTED_STATES = {
+    "Preempted": "preempted", "AdmissionCheck": "preempted",
+    "ClusterQueueStopped": "preempted", "LocalQueueStopped": "preempted",
+    "PodsReadyTimeout": "failed", "NodeFailures": "node_fail",
+}
+"""Kueue's ``Evicted`` reasons (and ``schedulingStats.evictions[].reason``) → state; others
+are ``preempted``. Preemption, a rejected admission check and a stopped queue take the quota
+back (``preempted``, as a Slurm requeue); ``PodsReadyTimeout`` means the pods did not start or
+recover in time (``failed``, the pods' and nodes' logs say why); ``NodeFailures`` evicts from
+a failed node. A deactivated Workload is :data:`DEACTIVATED_STATES`."""
+
+DEACTIVATED_STATES = {"MaximumExecutionTimeExceeded": "timeout", "RequeuingLimitExceeded": "failed"}
+"""Why Kueue deactivated a Workload (``spec.active: false``; Evicted reason ``Deactivated``
+with it as ``underlyingCause``, or ``InactiveWorkload`` followed by it) → state; a Workload
+deactivated for no such reason was deactivated by a user: ``cancelled``."""
+
+DISRUPTION_STATES = {
+    "DeletionByTaintManager": "node_fail", "DeletionByPodGC": "node_fail",
+    "PreemptionByScheduler": "preempted", "PreemptionByKubeScheduler": "preempted",
+    "EvictionByEvictionAPI": "preempted",
+}
+"""Pod ``DisruptionTarget`` reasons → state: the taint manager (a ``NoExecute`` taint such as
+an unreachable node) or the pod garbage collector (a deleted node) → ``node_fail``; the
+scheduler's preemption or an API eviction (``kubectl drain``) → ``preempted``. The kubelet's
+own ``TerminationByKubelet`` (node-pressure eviction, node shutdown) changes no state: its
+message lands as evidence."""
 
 
 class KueueOptions(ConnectorOptions):
@@ -270,15 +295,26 @@ def _evicted_attempts(wl: pl.DataFrame) -> pl.DataFrame:
         start_ts=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
         end_ts=pl.when(when_known).then(pl.col("evicted_ts")),
         raw_state=pl.concat_str(pl.lit("Evicted:"), pl.col("reason").fill_null("")),
-        state=pl.lit("preempted"),
+        state=_eviction_state(pl.col("reason"), pl.col("underlyingCause")),
+    )
+
+
+def _eviction_state(reason: pl.Expr, cause: pl.Expr) -> pl.Expr:
+    """An eviction's state from its reason and underlying cause (:data:`EVICTED_STATES`,
+    :data:`DEACTIVATED_STATES`)."""
+    deactivated = reason.str.starts_with("InactiveWorkload") | (reason == "Deactivated")
+    why = pl.when(cause.is_in(list(DEACTIVATED_STATES))).then(cause).otherwise(
+        reason.str.strip_prefix("InactiveWorkload"))
+    return (
+        pl.when(deactivated).then(why.replace_strict(DEACTIVATED_STATES, default="cancelled"))
+        .otherwise(reason.replace_strict(EVICTED_STATES, default="preempted"))
     )
 
 
 def _pod_summary(pods: list[dict]) -> pl.DataFrame:
-    """Per (namespace, owner job): nodes, OOM, first failing exit code, disruption."""
+    """Per (namespace, owner job): nodes, OOM, first failing exit code, disruption reason."""
     schema = {"namespace": pl.String, "owner": pl.String, "nodes": pl.List(pl.String),
-              "oom": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String,
-              "kubelet_evicted": pl.Boolean}
+              "oom": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String}
     if not pods:
         return pl.DataFrame(schema=schema)
     labels = pl.col("metadata").struct.field("labels")
@@ -294,7 +330,6 @@ def _pod_summary(pods: list[dict]) -> pl.DataFrame:
             pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
         ),
         node=pl.col("spec").struct.field("nodeName"),
-        pod_reason=pl.col("status").struct.field("reason"),
         disruption=_cond(pl.col("status").struct.field("conditions"), "DisruptionTarget"),
         containers=pl.col("status").struct.field("containerStatuses"),
     )
@@ -314,7 +349,6 @@ def _pod_summary(pods: list[dict]) -> pl.DataFrame:
         nodes=pl.col("node").drop_nulls().unique().sort(),
         disruption=pl.col("disruption").filter(pl.col("disruption").struct.field("status") == "True")
         .struct.field("reason").first(),
-        kubelet_evicted=(pl.col("pod_reason") == "Evicted").any(),
     )
     return per_job.join(codes, on=["namespace", "owner"], how="left").select(list(schema))
 
@@ -331,10 +365,11 @@ def _merge_pods(attempts: pl.DataFrame, pods: pl.DataFrame, wl: pl.DataFrame) ->
     )
     mine = pl.col("is_latest").fill_null(False)
     failed = pl.col("state").is_in(["failed", "running", "preempted"])
+    disrupted = pl.col("disruption").replace_strict(DISRUPTION_STATES, default=None)
     state = (
         pl.when(mine & pl.col("oom").fill_null(False) & failed).then(pl.lit("out_of_memory"))
-        .when(mine & pl.col("disruption").is_in(NODE_GONE).fill_null(False)).then(pl.lit("node_fail"))
-        .when(mine & (pl.col("disruption").is_not_null() | pl.col("kubelet_evicted").fill_null(False))
+        .when(mine & (disrupted == "node_fail").fill_null(False)).then(pl.lit("node_fail"))
+        .when(mine & (disrupted == "preempted").fill_null(False)
               & ~pl.col("state").is_in(["completed", "cancelled"])).then(pl.lit("preempted"))
         .otherwise(pl.col("state"))
     )
