@@ -17,7 +17,12 @@ import polars as pl
 import pytest
 
 from ingest.connectors.base import ConnectorError, FetchWindow
-from ingest.connectors.kube import KueueConnector, KueueOptions, PodLogsConnector, PodLogsOptions, kueue_attempts
+from engine.extract import extract_lines
+from engine.rules.loader import load_rule_pack
+from ingest.connectors import run_connector
+from ingest.connectors.kube import (
+    KueueConnector, KueueOptions, PodLogsConnector, PodLogsOptions, kueue_attempts, kueue_evidence,
+)
 from ingest.lake import Lake
 from ingest.schema import ATTEMPTS, OBSERVATIONS, REJECTS, STATES
 from tests.local_http import serve
@@ -33,7 +38,7 @@ def _utc(*args) -> datetime:
 def attempts() -> pl.DataFrame:
     opts = KueueOptions(workloads_file=FIXTURES / "workloads.json", pods_file=FIXTURES / "pods.json")
     batches = list(KueueConnector(opts, cluster="k1").fetch(None))
-    assert len(batches) == 1 and batches[0].table == "attempts" and batches[0].fetched == 4
+    assert [b.table for b in batches] == ["attempts", "observations"] and batches[0].fetched == 4
     return batches[0].rows
 
 
@@ -296,6 +301,40 @@ def test_pod_disruption_reasons_have_their_state(reason, state):
     pod = _disrupted(reason, "Taint manager: deleting due to NoExecute taint")
     row = _kueue_rows([_failed("pytorchjob-llama-q7kqw", PYTORCHJOB)], [pod])["kueue/k1/ml/pytorchjob-llama-q7kqw/0"]
     assert row["state"] == state
+
+
+def test_kubernetes_says_why_in_evidence_the_rules_read():
+    pods = [_kubeflow_pod("llama", "master", "gpu-node-001"),
+            _disrupted("TerminationByKubelet", KUBELET_PRESSURE, {"reason": "Evicted", "message": KUBELET_PRESSURE})]
+    timeout = _evicted("PodsReadyTimeout", "Exceeded the PodsReady timeout ml/jobset-nemo-8tg9k")
+    rows = kueue_evidence([_failed("pytorchjob-llama-q7kqw", PYTORCHJOB), timeout], pods, "k1", "wl.json")
+    assert rows.columns == OBSERVATIONS.names and rows["input_id"].is_unique().all()
+    by_attempt = {r["attempt_id"]: r for r in rows.filter(pl.col("program") != "kueue").iter_rows(named=True)}
+    # The DisruptionTarget repeats the pod's status message: one line, on the pod's node.
+    evicted = by_attempt["kueue/k1/ml/pytorchjob-llama-q7kqw/0"]
+    assert rows.filter(pl.col("program") == "kubernetes").height == 1
+    assert evicted["node"] == "gpu-node-002" and evicted["ts"] == _utc(2026, 11, 30, 11, 33, 10)
+    assert "The node was low on resource: memory" in evicted["message"]
+    told = rows.filter(pl.col("attempt_id") == "kueue/k1/ml/jobset-nemo-8tg9k/0").row(0, named=True)
+    assert told["ts"] == _utc(2026, 11, 30, 11, 15, 33) and told["node"] is None
+    causes = extract_lines(rows["message"].to_list(), load_rule_pack())["cause"].to_list()
+    assert {"host.memory_pressure", "scheduler.pods_ready_timeout"} <= set(causes)
+
+
+def test_evidence_of_an_earlier_snapshot_stays_in_the_lake(tmp_path):
+    first, later = tmp_path / "first", tmp_path / "later"
+    first.mkdir(), later.mkdir()
+    pod = _disrupted("DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
+    for folder, pods in ((first, [pod]), (later, [])):
+        (folder / "workloads.json").write_text(json.dumps({"kind": "List", "items": [_failed("pytorchjob-llama-q7kqw", PYTORCHJOB)]}))
+        (folder / "pods.json").write_text(json.dumps({"kind": "List", "items": pods}))
+    lake = Lake(tmp_path / "lake")
+    for folder in (first, later, first):
+        opts = KueueOptions(workloads_file=folder / "workloads.json", pods_file=folder / "pods.json")
+        assert run_connector(lake, KueueConnector(opts, cluster="k1"), None).ok
+    lines = lake.scan("observations", sources=["k8s"]).collect().sort("program")
+    assert lines["program"].to_list() == ["kubernetes", "kueue"]
+    assert "NoExecute taint" in lines["message"][0] and lines["node"][0] == "gpu-node-002"
 
 
 def test_not_a_list_is_a_clear_error(tmp_path):

@@ -18,7 +18,8 @@ refines the current attempt: a container ``OOMKilled`` → ``out_of_memory``; a
 manager or pod GC deleted the pod, ``preempted`` for the scheduler's preemption or a drain);
 the failing container's exit code, the signal (exit code − 128 above 128) and the
 nodes (``spec.nodeName``). A Workload with a ``metadata.deletionTimestamp`` (its job was
-deleted) that has not finished is a ``cancelled`` attempt ending at that time.
+deleted) that has not finished is a ``cancelled`` attempt ending at that time. What the
+conditions and pods say about why lands as observations (:func:`kueue_evidence`).
 
 :class:`PodLogsConnector` reads ``/api/v1/namespaces/{ns}/pods/{pod}/log?timestamps=true``
 from the Kubernetes API (bearer token from the environment) and turns each
@@ -41,7 +42,7 @@ from pydantic import Field
 
 from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
 from ingest.connectors.http import HttpClient
-from ingest.schema import ATTEMPTS
+from ingest.schema import ATTEMPTS, OBSERVATIONS
 
 _COND = pl.Struct({
     "type": pl.String, "status": pl.String, "reason": pl.String, "message": pl.String,
@@ -78,8 +79,8 @@ POD_SCHEMA = {
     }),
     "spec": pl.Struct({"nodeName": pl.String}),
     "status": pl.Struct({
-        "reason": pl.String,
-        "conditions": pl.List(pl.Struct({"type": pl.String, "status": pl.String, "reason": pl.String})),
+        "reason": pl.String, "message": pl.String,
+        "conditions": pl.List(_COND),
         "containerStatuses": pl.List(pl.Struct({
             "name": pl.String, "state": _TERMINATED, "lastState": _TERMINATED,
         })),
@@ -135,8 +136,9 @@ class KueueConnector(Connector):
     options: KueueOptions
 
     def fetch(self, window: FetchWindow | None) -> Iterator[Batch]:
-        """Yield one ``attempts`` batch for every workload in the snapshot (a snapshot has
-        no history to cut by ``window``)."""
+        """Yield one ``attempts`` batch for every workload in the snapshot, then an
+        ``observations`` batch of its evidence (a snapshot has no history to cut by
+        ``window``)."""
         opts = self.options
         workloads, wl_origin = self._load("workloads", opts.workloads_file)
         if opts.pods_file is not None or opts.workloads_file is None:
@@ -146,6 +148,12 @@ class KueueConnector(Connector):
         rows = kueue_attempts(workloads, pods, self.cluster, wl_origin)
         yield Batch(table="attempts", rows=rows, cluster=self.cluster, input_id=wl_origin,
                     fetched=len(workloads))
+        evidence = kueue_evidence(workloads, pods, self.cluster, wl_origin)
+        if evidence.height:
+            # Each text is an input of its own (the object, condition and time name it), so
+            # a later snapshot that no longer shows it does not take it out of the lake.
+            yield Batch(table="observations", rows=evidence, cluster=self.cluster, source="k8s",
+                        input_id=f"kueue:{wl_origin}", input_ids=evidence["input_id"].unique().sort().to_list())
 
     def _load(self, kind: str, path: Path | None) -> tuple[list[dict], str]:
         opts = self.options
@@ -193,36 +201,7 @@ def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin
     """Workload and pod objects → rows with the ``attempts`` columns (see module docstring)."""
     if not workloads:
         return pl.from_arrow(ATTEMPTS.empty_table())
-    wl = pl.from_dicts(workloads, schema=WORKLOAD_SCHEMA).select(
-        name=pl.col("metadata").struct.field("name"),
-        namespace=pl.col("metadata").struct.field("namespace"),
-        owner=pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
-        submit_ts=_ts(pl.col("metadata").struct.field("creationTimestamp")),
-        deleted_ts=_ts(pl.col("metadata").struct.field("deletionTimestamp")),
-        queue=pl.col("spec").struct.field("queueName"),
-        conditions=pl.col("status").struct.field("conditions"),
-        requeues=pl.col("status").struct.field("requeueState").struct.field("count"),
-        evictions=pl.col("status").struct.field("schedulingStats").struct.field("evictions"),
-    ).with_columns(
-        [_cond(pl.col("conditions"), t).alias(t) for t in ("Admitted", "Evicted", "Finished")]
-    ).with_columns(
-        admitted=pl.col("Admitted").struct.field("status") == "True",
-        admitted_ts=_ts(pl.col("Admitted").struct.field("lastTransitionTime")),
-        evicted_ts=_ts(pl.col("Evicted").struct.field("lastTransitionTime")),
-        evicted_reason=pl.col("Evicted").struct.field("reason"),
-        evicted_now=(pl.col("Evicted").struct.field("status") == "True").fill_null(False),
-        finished=pl.col("Finished").struct.field("status") == "True",
-        finished_ts=_ts(pl.col("Finished").struct.field("lastTransitionTime")),
-        finished_reason=pl.col("Finished").struct.field("reason"),
-        n_evicted=pl.coalesce(
-            pl.col("evictions").list.eval(pl.element().struct.field("count")).list.sum().replace(0, None),
-            pl.col("requeues"),
-            pl.when(pl.col("Evicted").struct.field("status") == "True").then(pl.lit(1, pl.Int64)),
-            pl.lit(0, pl.Int64),
-        ),
-        job_id=pl.concat_str(pl.col("namespace"), pl.lit("/"), pl.coalesce(pl.col("owner"), pl.col("name"))),
-    )
-    wl = wl.with_columns(current=(pl.col("admitted") | pl.col("finished")).fill_null(False))
+    wl = _workload_frame(workloads)
     evicted = _evicted_attempts(wl)
     current = wl.filter(pl.col("current")).select(
         "name", "namespace", "owner", "job_id", "queue", "submit_ts",
@@ -262,6 +241,43 @@ def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin
         gpus_per_node=pl.lit(None, dtype=pl.Int32),
         origin=pl.concat_str(pl.lit(f"{origin}#"), pl.col("namespace"), pl.lit("/"), pl.col("name")),
     ).sort("attempt_id")
+
+
+def _workload_frame(workloads: list[dict]) -> pl.DataFrame:
+    """One row per Workload: its owner, times, latest conditions and evictions counted."""
+    wl = pl.from_dicts(workloads, schema=WORKLOAD_SCHEMA).select(
+        name=pl.col("metadata").struct.field("name"),
+        namespace=pl.col("metadata").struct.field("namespace"),
+        owner=pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
+        submit_ts=_ts(pl.col("metadata").struct.field("creationTimestamp")),
+        deleted_ts=_ts(pl.col("metadata").struct.field("deletionTimestamp")),
+        queue=pl.col("spec").struct.field("queueName"),
+        conditions=pl.col("status").struct.field("conditions"),
+        requeues=pl.col("status").struct.field("requeueState").struct.field("count"),
+        evictions=pl.col("status").struct.field("schedulingStats").struct.field("evictions"),
+    ).with_columns(
+        [_cond(pl.col("conditions"), t).alias(t) for t in ("Admitted", "Evicted", "Finished")]
+    ).with_columns(
+        admitted=pl.col("Admitted").struct.field("status") == "True",
+        admitted_ts=_ts(pl.col("Admitted").struct.field("lastTransitionTime")),
+        evicted_ts=_ts(pl.col("Evicted").struct.field("lastTransitionTime")),
+        evicted_reason=pl.col("Evicted").struct.field("reason"),
+        evicted_now=(pl.col("Evicted").struct.field("status") == "True").fill_null(False),
+        finished=pl.col("Finished").struct.field("status") == "True",
+        finished_ts=_ts(pl.col("Finished").struct.field("lastTransitionTime")),
+        finished_reason=pl.col("Finished").struct.field("reason"),
+        n_evicted=pl.coalesce(
+            pl.col("evictions").list.eval(pl.element().struct.field("count")).list.sum().replace(0, None),
+            pl.col("requeues"),
+            pl.when(pl.col("Evicted").struct.field("status") == "True").then(pl.lit(1, pl.Int64)),
+            pl.lit(0, pl.Int64),
+        ),
+        job_id=pl.concat_str(pl.col("namespace"), pl.lit("/"), pl.coalesce(pl.col("owner"), pl.col("name"))),
+    )
+    wl = wl.with_columns(current=(pl.col("admitted") | pl.col("finished")).fill_null(False))
+    return wl.with_columns(
+        latest=pl.when(pl.col("current")).then(pl.col("n_evicted")).otherwise(pl.col("n_evicted") - 1),
+    )
 
 
 def _evicted_attempts(wl: pl.DataFrame) -> pl.DataFrame:
@@ -311,15 +327,12 @@ def _eviction_state(reason: pl.Expr, cause: pl.Expr) -> pl.Expr:
     )
 
 
-def _pod_summary(pods: list[dict]) -> pl.DataFrame:
-    """Per (namespace, owner job): nodes, OOM, first failing exit code, disruption reason."""
-    schema = {"namespace": pl.String, "owner": pl.String, "nodes": pl.List(pl.String),
-              "oom": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String}
-    if not pods:
-        return pl.DataFrame(schema=schema)
+def _pod_frame(pods: list[dict]) -> pl.DataFrame:
+    """One row per pod: its namespace, the job its Workload belongs to, node and status."""
     labels = pl.col("metadata").struct.field("labels")
-    frame = pl.from_dicts(pods, schema=POD_SCHEMA).select(
+    return pl.from_dicts(pods, schema=POD_SCHEMA).select(
         namespace=pl.col("metadata").struct.field("namespace"),
+        pod=pl.col("metadata").struct.field("name"),
         # The Workload belongs to the top of the owner chain, so the labels that name it come
         # first: a JobSet's pods belong to its child Jobs (their job-name labels and owner
         # reference name those), a Kubeflow job's to the job itself.
@@ -330,9 +343,20 @@ def _pod_summary(pods: list[dict]) -> pl.DataFrame:
             pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
         ),
         node=pl.col("spec").struct.field("nodeName"),
+        pod_reason=pl.col("status").struct.field("reason"),
+        pod_message=pl.col("status").struct.field("message"),
         disruption=_cond(pl.col("status").struct.field("conditions"), "DisruptionTarget"),
         containers=pl.col("status").struct.field("containerStatuses"),
     )
+
+
+def _pod_summary(pods: list[dict]) -> pl.DataFrame:
+    """Per (namespace, owner job): nodes, OOM, first failing exit code, disruption reason."""
+    schema = {"namespace": pl.String, "owner": pl.String, "nodes": pl.List(pl.String),
+              "oom": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String}
+    if not pods:
+        return pl.DataFrame(schema=schema)
+    frame = _pod_frame(pods)
     terminated = frame.select("namespace", "owner", "containers").explode("containers").select(
         "namespace", "owner",
         term=pl.concat_list(
@@ -355,9 +379,7 @@ def _pod_summary(pods: list[dict]) -> pl.DataFrame:
 
 def _merge_pods(attempts: pl.DataFrame, pods: pl.DataFrame, wl: pl.DataFrame) -> pl.DataFrame:
     """Pod facts belong to the latest attempt of their workload (earlier pods are gone)."""
-    latest = wl.select("namespace", "name", attempt_index=pl.when(pl.col("current"))
-                       .then(pl.col("n_evicted")).otherwise(pl.col("n_evicted") - 1),
-                       is_latest=pl.lit(True))
+    latest = wl.select("namespace", "name", attempt_index="latest", is_latest=pl.lit(True))
     merged = attempts.with_columns(join_owner=pl.coalesce(pl.col("owner"), pl.col("name"))).join(
         latest, on=["namespace", "name", "attempt_index"], how="left"
     ).join(
@@ -378,6 +400,79 @@ def _merge_pods(attempts: pl.DataFrame, pods: pl.DataFrame, wl: pl.DataFrame) ->
         exit_code=pl.when(mine).then(pl.col("exit_code")),
         nodes=pl.when(mine).then(pl.col("nodes")),
     )
+
+
+EVIDENCE_CONDITIONS = ("Evicted", "Preempted", "DeactivationTarget", "Finished")
+"""Workload condition types whose message, while the condition is True, says why the
+latest attempt ended (``Exceeded the PodsReady timeout …``, ``Preempted to accommodate a
+workload …``)."""
+
+
+def kueue_evidence(workloads: list[dict], pods: list[dict], cluster: str, origin: str) -> pl.DataFrame:
+    """What Kubernetes says about why an attempt ended → rows with the ``observations``
+    columns (source ``k8s``), for the rules to read as they read a log line.
+
+    The messages of the Workload's :data:`EVIDENCE_CONDITIONS` that are True, stamped with
+    their transition time; a pod's ``status.message`` (the kubelet's node-pressure eviction:
+    ``The node was low on resource: memory…``) and its ``DisruptionTarget`` message, stamped
+    with the disruption's time (else its container's end) and placed on the pod's node. All
+    belong to the workload's latest attempt. Each row is an input of its own
+    (``kueue:<cluster>/<namespace>/<object>/<what>@<time>``), so the same text seen in
+    several snapshots lands once and a snapshot that no longer shows it removes nothing.
+    """
+    empty = pl.from_arrow(OBSERVATIONS.empty_table())
+    if not workloads:
+        return empty
+    frame = _workload_frame(workloads)
+    wl = frame.select(
+        "namespace", "name", "latest", join_owner=pl.coalesce(pl.col("owner"), pl.col("name")),
+    ).filter(pl.col("latest") >= 0)
+    conditions = frame.select("namespace", "name", "conditions").explode("conditions") \
+        .unnest("conditions").filter(
+            pl.col("type").is_in(EVIDENCE_CONDITIONS) & (pl.col("status") == "True")
+            & (pl.col("message").fill_null("") != "")
+        ).select(
+            "namespace", "name", node=pl.lit(None, dtype=pl.String), program=pl.lit("kueue"),
+            ts=_ts(pl.col("lastTransitionTime")),
+            what=pl.concat_str(pl.lit("workload/"), pl.col("name"), pl.lit("/"), pl.col("type")),
+            message=pl.concat_str(pl.lit("Workload "), pl.col("namespace"), pl.lit("/"), pl.col("name"),
+                                  pl.lit(" "), pl.col("type"), pl.lit(" "), pl.col("reason").fill_null(""),
+                                  pl.lit(": "), pl.col("message")),
+        )
+    lines = [conditions]
+    if pods:
+        ended = pl.col("containers").list.eval(
+            pl.element().struct.field("state").struct.field("terminated").struct.field("finishedAt")
+        ).list.max()
+        frame = _pod_frame(pods).join(wl, left_on=["namespace", "owner"], right_on=["namespace", "join_owner"]) \
+            .with_columns(ts=pl.coalesce(_ts(pl.col("disruption").struct.field("lastTransitionTime")), _ts(ended)))
+        said = [
+            ("status", pl.col("pod_reason"), pl.col("pod_message")),
+            ("DisruptionTarget", pl.col("disruption").struct.field("reason"),
+             pl.when((pl.col("disruption").struct.field("status") == "True")
+                     & (pl.col("disruption").struct.field("message") != pl.col("pod_message").fill_null("")))
+             .then(pl.col("disruption").struct.field("message"))),
+        ]
+        for what, reason, message in said:
+            lines.append(frame.filter(message.fill_null("") != "").select(
+                "namespace", "name", "node", program=pl.lit("kubernetes"), ts="ts",
+                what=pl.concat_str(pl.lit("pod/"), pl.col("pod"), pl.lit(f"/{what}")),
+                message=pl.concat_str(pl.lit("Pod "), pl.col("namespace"), pl.lit("/"), pl.col("pod"),
+                                      pl.lit(f" {what} "), reason.fill_null(""), pl.lit(": "), message),
+            ))
+    rows = pl.concat(lines).drop_nulls("ts").join(wl.select("namespace", "name", "latest"), on=["namespace", "name"])
+    if rows.is_empty():
+        return empty
+    return rows.select(
+        "ts", ts_source=pl.lit("line"), node="node",
+        attempt_id=pl.concat_str(pl.lit(f"kueue/{cluster}/"), pl.col("namespace"), pl.lit("/"),
+                                 pl.col("name"), pl.lit("/"), pl.col("latest").cast(pl.String)),
+        rank=pl.lit(None, dtype=pl.Int32), program="program", message="message",
+        origin=pl.concat_str(pl.lit(f"{origin}#"), pl.col("namespace"), pl.lit("/"), pl.col("what")),
+        seq=pl.lit(1, dtype=pl.Int64),
+        input_id=pl.concat_str(pl.lit(f"kueue:{cluster}/"), pl.col("namespace"), pl.lit("/"), pl.col("what"),
+                               pl.lit("@"), pl.col("ts").dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ")),
+    ).unique("input_id", keep="first", maintain_order=True).sort("input_id")
 
 
 # ------------------------------------------------------------------ pod logs
