@@ -213,6 +213,17 @@ def test_jobset_pods_are_linked_through_their_child_jobs():
     assert row["nodes"] == ["gpu-node-001", "gpu-node-002"] and row["job_id"] == "ml/nemo"
 
 
+def test_gpus_per_node_come_from_the_pods_gpu_limits():
+    rows = _kueue_rows([_workload("jobset-nemo-8tg9k", JOBSET, [])],
+                       [_jobset_pod("nemo", 0, "gpu-node-001"), _jobset_pod("nemo", 1, "gpu-node-002")])
+    row = rows["kueue/k1/ml/jobset-nemo-8tg9k/0"]
+    # One pod per node, a launcher (torchrun) for its 8 GPUs, as one Slurm task per node.
+    assert row["ranks_per_node"] == 1 and row["gpus_per_node"] == 8
+    shared = [_jobset_pod("nemo", i, "gpu-node-001", gpus="4") for i in (0, 1)]
+    row = _kueue_rows([_workload("jobset-nemo-8tg9k", JOBSET, [])], shared)["kueue/k1/ml/jobset-nemo-8tg9k/0"]
+    assert row["ranks_per_node"] == 2 and row["gpus_per_node"] == 8
+
+
 def test_mpijob_launcher_pod_is_linked_by_its_kubeflow_label():
     # mpi-operator v2 runs the launcher as a batch Job of its own (`<name>-launcher`); the
     # workers are the MPIJob's own pods.

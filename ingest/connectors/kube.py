@@ -17,7 +17,8 @@ refines the current attempt: a container ``OOMKilled`` → ``out_of_memory``; a
 ``DisruptionTarget`` condition → :data:`DISRUPTION_STATES` (``node_fail`` when the taint
 manager or pod GC deleted the pod, ``preempted`` for the scheduler's preemption or a drain);
 the failing container's exit code, the signal (exit code − 128 above 128) and the
-nodes (``spec.nodeName``). A Workload with a ``metadata.deletionTimestamp`` (its job was
+nodes (``spec.nodeName``), the pods per node (``ranks_per_node``: each pod is one task, a
+launcher for its GPUs) and the GPUs their containers ask for (``gpus_per_node``). A Workload with a ``metadata.deletionTimestamp`` (its job was
 deleted) that has not finished is a ``cancelled`` attempt ending at that time. What the
 conditions and pods say about why lands as observations (:func:`kueue_evidence`).
 
@@ -65,6 +66,9 @@ WORKLOAD_SCHEMA = {
 }
 """The parts of a Workload this connector reads (everything else is ignored)."""
 
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+"""Extended resources a container asks GPUs by (device plugins' names)."""
+
 _TERMINATED = pl.Struct({"terminated": pl.Struct({
     "reason": pl.String, "exitCode": pl.Int64, "finishedAt": pl.String,
 })})
@@ -77,7 +81,9 @@ POD_SCHEMA = {
         }),
         "ownerReferences": _OWNERS,
     }),
-    "spec": pl.Struct({"nodeName": pl.String}),
+    "spec": pl.Struct({"nodeName": pl.String, "containers": pl.List(pl.Struct({"resources": pl.Struct({
+        kind: pl.Struct({gpu: pl.String for gpu in GPU_RESOURCES}) for kind in ("limits", "requests")
+    })}))}),
     "status": pl.Struct({
         "reason": pl.String, "message": pl.String,
         "conditions": pl.List(_COND),
@@ -237,8 +243,8 @@ def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin
         signal=pl.when(pl.col("exit_code") > 128).then(pl.col("exit_code") - 128).cast(pl.Int32),
         nodes=pl.col("nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))),
         n_nodes=pl.col("nodes").list.len().fill_null(0).cast(pl.Int32),
-        ranks_per_node=pl.lit(None, dtype=pl.Int32),
-        gpus_per_node=pl.lit(None, dtype=pl.Int32),
+        ranks_per_node=pl.col("ranks_per_node").cast(pl.Int32),
+        gpus_per_node=pl.col("gpus_per_node").cast(pl.Int32),
         origin=pl.concat_str(pl.lit(f"{origin}#"), pl.col("namespace"), pl.lit("/"), pl.col("name")),
     ).sort("attempt_id")
 
@@ -343,6 +349,13 @@ def _pod_frame(pods: list[dict]) -> pl.DataFrame:
             pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
         ),
         node=pl.col("spec").struct.field("nodeName"),
+        # Extended resources are never overcommitted: requests equal limits, and either
+        # may be the one written.
+        gpus=pl.col("spec").struct.field("containers").list.eval(pl.coalesce(
+            pl.sum_horizontal(pl.element().struct.field("resources").struct.field(kind).struct.field(gpu)
+                              .cast(pl.Int64, strict=False) for gpu in GPU_RESOURCES)
+            .replace(0, None) for kind in ("limits", "requests")
+        )).list.sum(),
         pod_reason=pl.col("status").struct.field("reason"),
         pod_message=pl.col("status").struct.field("message"),
         disruption=_cond(pl.col("status").struct.field("conditions"), "DisruptionTarget"),
@@ -353,7 +366,8 @@ def _pod_frame(pods: list[dict]) -> pl.DataFrame:
 def _pod_summary(pods: list[dict]) -> pl.DataFrame:
     """Per (namespace, owner job): nodes, OOM, first failing exit code, disruption reason."""
     schema = {"namespace": pl.String, "owner": pl.String, "nodes": pl.List(pl.String),
-              "oom": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String}
+              "oom": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String,
+              "ranks_per_node": pl.Int64, "gpus_per_node": pl.Int64}
     if not pods:
         return pl.DataFrame(schema=schema)
     frame = _pod_frame(pods)
@@ -374,7 +388,13 @@ def _pod_summary(pods: list[dict]) -> pl.DataFrame:
         disruption=pl.col("disruption").filter(pl.col("disruption").struct.field("status") == "True")
         .struct.field("reason").first(),
     )
-    return per_job.join(codes, on=["namespace", "owner"], how="left").select(list(schema))
+    # Each pod is one task on its node (a torchrun or MPI launcher starts the processes of
+    # its GPUs), as a Slurm task per node is.
+    per_node = frame.drop_nulls("node").group_by("namespace", "owner", "node").agg(
+        ranks_per_node=pl.len(), gpus_per_node=pl.col("gpus").sum().replace(0, None),
+    ).group_by("namespace", "owner").agg(pl.col("ranks_per_node").max(), pl.col("gpus_per_node").max())
+    return per_job.join(codes, on=["namespace", "owner"], how="left") \
+        .join(per_node, on=["namespace", "owner"], how="left").select(list(schema))
 
 
 def _merge_pods(attempts: pl.DataFrame, pods: pl.DataFrame, wl: pl.DataFrame) -> pl.DataFrame:
@@ -399,6 +419,8 @@ def _merge_pods(attempts: pl.DataFrame, pods: pl.DataFrame, wl: pl.DataFrame) ->
         state=state,
         exit_code=pl.when(mine).then(pl.col("exit_code")),
         nodes=pl.when(mine).then(pl.col("nodes")),
+        ranks_per_node=pl.when(mine).then(pl.col("ranks_per_node")),
+        gpus_per_node=pl.when(mine).then(pl.col("gpus_per_node")),
     )
 
 
