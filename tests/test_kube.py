@@ -15,8 +15,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from typer.testing import CliRunner
 
 from ingest.connectors.base import ConnectorError, FetchWindow
+from engine.cli import app
 from engine.extract import extract_lines
 from engine.rules.loader import load_rule_pack
 from ingest.connectors import run_connector
@@ -133,6 +135,18 @@ def test_a_later_report_updates_a_running_attempt(tmp_path):
     row = lake.scan("attempts").collect().row(0, named=True)
     assert row["state"] == "failed" and row["end_ts"] == _utc(2026, 11, 30, 12) and row["nodes"] == ["n1"]
     assert lake.scan("attempts").collect().height == 1
+
+
+def test_a_run_says_which_attempts_it_skipped_for_want_of_an_end(attempts, tmp_path):
+    lake = Lake(tmp_path / "lake")
+    lake.land("attempts", attempts, cluster="k1")
+    result = CliRunner().invoke(app, ["run", "--lake", str(lake.root), "--day", "2026-11-30"])
+    assert result.exit_code == 0, result.output
+    # Two evictions Kueue no longer dates and a pod deleted by the taint manager, not ended yet.
+    assert ("skipped 3 attempts without an end time (1 failed, 1 node_fail, 1 preempted)"
+            in " ".join(result.output.split()))
+    manifest = json.loads(next((lake.root / "runs").glob("run-*.json")).read_text())
+    assert manifest["counts"]["skipped_without_end"] == {"failed": 1, "node_fail": 1, "preempted": 1}
 
 
 def test_workloads_without_pods_still_give_attempts():
