@@ -268,7 +268,8 @@ def test_a_finished_workload_deleted_later_keeps_its_end():
 
 def _evicted(reason: str, message: str, evictions: list[dict] | None = None) -> dict:
     """A Workload Kueue has just evicted: no longer admitted, Evicted True."""
-    wl = _workload("jobset-nemo-8tg9k", JOBSET, [_condition("Evicted", "True", "2026-11-30T11:15:33Z", reason, message)])
+    evicted = _condition("Evicted", "True", "2026-11-30T11:15:33Z", reason, message)
+    wl = _workload("jobset-nemo-8tg9k", JOBSET, [evicted])
     wl["status"]["conditions"][:2] = [
         _condition("QuotaReserved", "False", "2026-11-30T11:15:33Z", "Pending", message),
         _condition("Admitted", "False", "2026-11-30T11:15:33Z", "NoReservation", "The workload has no reservation")]
@@ -351,7 +352,8 @@ def test_evidence_of_an_earlier_snapshot_stays_in_the_lake(tmp_path):
     first.mkdir(), later.mkdir()
     pod = _disrupted("DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint")
     for folder, pods in ((first, [pod]), (later, [])):
-        (folder / "workloads.json").write_text(json.dumps({"kind": "List", "items": [_failed("pytorchjob-llama-q7kqw", PYTORCHJOB)]}))
+        workloads = [_failed("pytorchjob-llama-q7kqw", PYTORCHJOB)]
+        (folder / "workloads.json").write_text(json.dumps({"kind": "List", "items": workloads}))
         (folder / "pods.json").write_text(json.dumps({"kind": "List", "items": pods}))
     lake = Lake(tmp_path / "lake")
     for folder in (first, later, first):

@@ -18,9 +18,10 @@ refines the current attempt: a container ``OOMKilled`` → ``out_of_memory``; a
 manager or pod GC deleted the pod, ``preempted`` for the scheduler's preemption or a drain);
 the failing container's exit code, the signal (exit code − 128 above 128) and the
 nodes (``spec.nodeName``), the pods per node (``ranks_per_node``: each pod is one task, a
-launcher for its GPUs) and the GPUs their containers ask for (``gpus_per_node``). A Workload with a ``metadata.deletionTimestamp`` (its job was
-deleted) that has not finished is a ``cancelled`` attempt ending at that time. What the
-conditions and pods say about why lands as observations (:func:`kueue_evidence`).
+launcher for its GPUs) and the GPUs their containers ask for (``gpus_per_node``). A
+Workload with a ``metadata.deletionTimestamp`` (its job was deleted) that has not finished
+is a ``cancelled`` attempt ending at that time. What the conditions and pods say about why
+lands as observations (:func:`kueue_evidence`).
 
 :class:`PodLogsConnector` reads ``/api/v1/namespaces/{ns}/pods/{pod}/log?timestamps=true``
 from the Kubernetes API (bearer token from the environment) and turns each
