@@ -326,6 +326,10 @@ def run(
     progress, say = _progress()
     with progress:
         summary = run_attribution(Lake(lake), first, last, clusters=cluster or None, progress=say)
+    if summary.unended:
+        by_state = ", ".join(f"{n} {state}" for state, n in summary.unended.items())
+        err.print(f"skipped {sum(summary.unended.values())} attempts without an end time ({by_state}): "
+                  "an attempt is attributed once a later scheduler record says when it ended")
     if json_out:
         _print_summary(summary, summary.verdicts, json_out)
         return

@@ -66,6 +66,8 @@ class RunSummary:
     lake: Lake
     clusters: list[str] | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    unended: dict[str, int] = field(default_factory=dict)
+    """Attempts of the window left out for want of an end, by state (:func:`unended_attempts`)."""
 
     def _results(self) -> pl.LazyFrame:
         return (
@@ -123,6 +125,20 @@ def scope_attempts(
         .collect()
         .sort(["cluster", "attempt_id"])
     )
+
+
+def unended_attempts(
+    lake: Lake, since: date, until: date, clusters: list[str] | None = None
+) -> dict[str, int]:
+    """Attempts in the window's partitions that :func:`scope_attempts` leaves out because
+    they have no end (still running, or the scheduler never said when they ended), counted
+    by state. They sit in the partition of their start (or submit) day."""
+    counts = (
+        lake.scan("attempts", clusters=clusters, days=days_between(since, until))
+        .filter(pl.col("end_ts").is_null() | (pl.col("state") == "running"))
+        .group_by("state").len().collect()
+    )
+    return dict(sorted(zip(counts["state"].to_list(), counts["len"].to_list(), strict=True)))
 
 
 def observation_days(
@@ -731,6 +747,7 @@ def run_attribution(
     window = {"since": since.isoformat(), "until": until.isoformat()}
     since, until = run_window(lake, since, until, clusters)
     attempts = scope_attempts(lake, since, until, clusters)
+    unended = unended_attempts(lake, since, until, clusters)
     run_clusters = sorted(attempts["cluster"].unique().to_list())
     chunks = plan_chunks(attempts, since, until, config)
     end_day = pl.col("end_ts").dt.date()
@@ -809,7 +826,7 @@ def run_attribution(
         by_domain_quality = _write_results(lake, chunks, staged, notes, stamp, run_clusters)
         timings["write"] += time.perf_counter() - tick
     summary = RunSummary(run_id, since, until, n_attempts, day_events.observations, day_events.events,
-                         by_domain_quality, lake, clusters, timings)
+                         by_domain_quality, lake, clusters, timings, unended)
     lake.write_manifest(run_id, {
         "kind": "run",
         "run_id": run_id,
@@ -823,6 +840,7 @@ def run_attribution(
             "observations_read": day_events.observations,
             "events": day_events.events,
             "verdicts": int(by_domain_quality["attempts"].sum()),
+            "skipped_without_end": unended,
         },
         "chunks": [{"since": a.isoformat(), "until": b.isoformat(), "attempts": p.height}
                    for (a, b), p in zip(chunks, scoped, strict=True)],

@@ -15,7 +15,9 @@ Three landing modes, chosen per table, make every write idempotent:
   again, alone or in another batch, replaces its rows wherever they were (see "Input
   index" below); landing is idempotent and never duplicates rows.
 * ``upsert`` (attempts, topology): rows are keyed (``attempt_id``; the topology key); a new
-  row replaces the stored row with the same key wherever it lives in the cluster.
+  row replaces the stored row with the same key wherever it lives in the cluster. Attempts
+  are merged rather than replaced (:data:`UPSERT_MERGE`): a later report never erases what
+  an earlier one knew and no longer sees.
 * ``replace`` (events, results): the engine hands over the full content of a set of
   ``(cluster, day)`` partitions, which replaces them wholesale (a rerun never appends).
 
@@ -80,6 +82,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.schema import CLUSTER_NAME, PARTITIONS, TABLES
+from ingest.states import merge_attempts
 
 DAY_FROM = {
     "attempts": ("end_ts", "start_ts", "submit_ts"),
@@ -95,6 +98,12 @@ UPSERT_KEYS = {
     "attempts": ("attempt_id",),
     "topology": ("kind", "node", "hca", "port", "gpu"),
 }
+
+UPSERT_MERGE: dict[str, Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame]] = {
+    "attempts": merge_attempts,
+}
+"""How a landed row combines with the stored row of its key (the tables not named here
+replace it): ``merge(new rows, stored rows of their keys)``."""
 
 MODE = {
     "observations": "by_input",
@@ -584,6 +593,13 @@ class Lake:
         keys = list(UPSERT_KEYS[table])
         if frame.select(keys).is_duplicated().any():
             raise LakeError(f"{table}: the landed rows repeat a key {keys}")
+        stored = {path: pl.read_parquet(path) for path in self.files(table, clusters=[cluster])}
+        merge = UPSERT_MERGE.get(table)
+        if merge is not None and stored:
+            # Merged before the day is placed: what the stored row knew may move the row.
+            known = pl.concat([old.join(frame.select(keys), on=keys, how="semi", nulls_equal=True)
+                               for old in stored.values()])
+            frame = merge(frame, known)
         if "day" in PARTITIONS[table]:
             frame = frame.with_columns(self._day_expr(table))
             if frame["day"].null_count():
@@ -592,8 +608,7 @@ class Lake:
             frame = frame.with_columns(pl.lit(None, dtype=pl.Date).alias("day"))
         new_keys = frame.select(keys)
         touched: dict[Path, pl.DataFrame] = {}
-        for path in self.files(table, clusters=[cluster]):
-            old = pl.read_parquet(path)
+        for path, old in stored.items():
             kept = old.join(new_keys, on=keys, how="anti", nulls_equal=True)
             if kept.height != old.height:
                 touched[path.parent] = kept

@@ -60,3 +60,41 @@ def split_exit_code_expr(raw: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     code = parts.list.get(0, null_on_oob=True).cast(pl.Int32, strict=False)
     sig = parts.list.get(1, null_on_oob=True).cast(pl.Int32, strict=False)
     return code, sig
+
+
+STATE_DETAIL = {
+    "running": 0,
+    "completed": 1, "failed": 1, "preempted": 1,
+    "cancelled": 2, "timeout": 2, "deadline": 2, "node_fail": 2, "out_of_memory": 2, "boot_fail": 2,
+}
+"""How much a state says about why an attempt ended: not ended yet (0); the scheduler's
+bare outcome (1); the outcome with its reason (2). A snapshot scheduler (Kueue) sees an
+attempt's pods only while they exist, so a later snapshot may know less than an earlier one."""
+
+
+def merge_attempts(new: pl.DataFrame, stored: pl.DataFrame) -> pl.DataFrame:
+    """Attempt rows landed again over the stored rows of the same ``attempt_id``.
+
+    A later report of an attempt updates it but never erases what an earlier report knew and
+    it no longer sees (a Kueue snapshot taken after the pods were deleted has no nodes, end or
+    exit code): a null value (an empty node list) keeps the stored one, and the state with
+    more detail (:data:`STATE_DETAIL`) wins, with its ``raw_state``; at equal detail the new
+    report wins. Merging a row with itself changes nothing, so landing stays idempotent.
+    """
+    if stored.is_empty():
+        return new
+    old = stored.select(new.columns).rename({c: f"{c}__old" for c in new.columns if c != "attempt_id"})
+    both = new.join(old, on="attempt_id", how="left")
+    detail = pl.col("state").replace_strict(STATE_DETAIL, default=1, return_dtype=pl.Int8)
+    old_detail = pl.col("state__old").replace_strict(STATE_DETAIL, default=1, return_dtype=pl.Int8)
+    keep_old_state = pl.col("state__old").is_not_null() & (old_detail > detail)
+    keep_old_nodes = pl.col("nodes").list.len().fill_null(0) == 0
+    paired = {"state", "raw_state", "nodes", "n_nodes"}
+    return both.select(
+        "attempt_id",
+        *(pl.coalesce(c, f"{c}__old") for c in new.columns if c not in paired | {"attempt_id"}),
+        state=pl.when(keep_old_state).then("state__old").otherwise("state"),
+        raw_state=pl.when(keep_old_state).then("raw_state__old").otherwise("raw_state"),
+        nodes=pl.when(keep_old_nodes).then(pl.coalesce("nodes__old", "nodes")).otherwise("nodes"),
+        n_nodes=pl.when(keep_old_nodes).then(pl.coalesce("n_nodes__old", "n_nodes")).otherwise("n_nodes"),
+    ).select(new.columns)

@@ -414,6 +414,16 @@ def test_kubectl_timestamps_and_container_prefixes(tmp_path):
     assert "kubectl logs --timestamps" in parsed.rejects["reason"][0]
 
 
+@pytest.mark.parametrize("node", ["gpu-node-006", None])
+def test_the_pod_hostname_in_a_kubectl_nccl_line_is_no_node(tmp_path, node):
+    # A container's NCCL names its own host, which is the pod's (kp-ddp-worker-0), not the node's.
+    nccl = SLURM_4242[3][0].removeprefix("  5: ")
+    parsed = read_log_file(write(tmp_path / "pod.log", [f"2026-11-30T15:32:39.000000001Z {nccl}"]), default_node=node)
+    obs = parsed.observations
+    assert obs["node"].to_list() == [node] and obs["program"].to_list() == ["nccl"]
+    assert obs["message"][0].startswith("ib_plugin.c:1615 NCCL WARN")
+
+
 def test_gzip_is_read_by_magic_and_bad_utf8_is_replaced(tmp_path):
     body = (SYSLOG_3164[2][0] + "\n").encode() + b"Feb 14 05:03:42 gpu-1 kernel: bad \xff\xfe bytes\n"
     (tmp_path / "kern.log.gz").write_bytes(gzip.compress(body))

@@ -5,14 +5,23 @@ json``, API ``kueue.x-k8s.io/v1beta1``) and the pods of their jobs (``kubectl ge
 -o json``), from files or by running ``kubectl``. A Workload is a snapshot: its conditions
 (QuotaReserved, Admitted, PodsReady, Evicted, Preempted, Finished) hold only the latest
 transition of each type, ``status.schedulingStats.evictions`` counts evictions by reason and
-``status.requeueState.count`` counts requeues. Every eviction ended one attempt, so a
+``status.requeueState.count`` counts requeues. Every eviction ended one attempt (its state
+from the eviction's reason: :data:`EVICTED_STATES`, :data:`DEACTIVATED_STATES`), so a
 workload evicted *n* times and admitted again has *n* + 1 attempts (``attempt_index`` per
-admission); only the latest eviction and the current admission carry times. Pod status then
+admission); only the latest eviction and the current admission carry times. A pod belongs to
+the Workload of the job at the top of its owner chain: a JobSet's pods (owned by its child
+Jobs) by their ``jobset.sigs.k8s.io/jobset-name`` label, a Kubeflow job's (PyTorchJob,
+MPIJob, whose launcher is a Job of its own) by ``training.kubeflow.org/job-name``, a batch
+Job's by its ``job-name`` label, anything else by its owner reference. Pod status then
 refines the current attempt: a container ``OOMKilled`` → ``out_of_memory``; a
-``DisruptionTarget`` condition or a kubelet eviction (``status.reason: Evicted``) →
-``preempted`` (``node_fail`` when the taint manager or pod GC deleted it: the node went
-away); the failing container's exit code, the signal (exit code − 128 above 128) and the
-nodes (``spec.nodeName``).
+``DisruptionTarget`` condition → :data:`DISRUPTION_STATES` (``node_fail`` when the taint
+manager or pod GC deleted the pod, ``preempted`` for the scheduler's preemption or a drain);
+the failing container's exit code, the signal (exit code − 128 above 128) and the
+nodes (``spec.nodeName``), the pods per node (``ranks_per_node``: each pod is one task, a
+launcher for its GPUs) and the GPUs their containers ask for (``gpus_per_node``). A
+Workload with a ``metadata.deletionTimestamp`` (its job was deleted) that has not finished
+is a ``cancelled`` attempt ending at that time. What the conditions and pods say about why
+lands as observations (:func:`kueue_evidence`).
 
 :class:`PodLogsConnector` reads ``/api/v1/namespaces/{ns}/pods/{pod}/log?timestamps=true``
 from the Kubernetes API (bearer token from the environment) and turns each
@@ -35,7 +44,7 @@ from pydantic import Field
 
 from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
 from ingest.connectors.http import HttpClient
-from ingest.schema import ATTEMPTS
+from ingest.schema import ATTEMPTS, OBSERVATIONS
 
 _COND = pl.Struct({
     "type": pl.String, "status": pl.String, "reason": pl.String, "message": pl.String,
@@ -45,7 +54,7 @@ _OWNERS = pl.List(pl.Struct({"kind": pl.String, "name": pl.String}))
 WORKLOAD_SCHEMA = {
     "metadata": pl.Struct({
         "name": pl.String, "namespace": pl.String, "uid": pl.String,
-        "creationTimestamp": pl.String, "ownerReferences": _OWNERS,
+        "creationTimestamp": pl.String, "deletionTimestamp": pl.String, "ownerReferences": _OWNERS,
     }),
     "spec": pl.Struct({"queueName": pl.String}),
     "status": pl.Struct({
@@ -58,6 +67,9 @@ WORKLOAD_SCHEMA = {
 }
 """The parts of a Workload this connector reads (everything else is ignored)."""
 
+GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
+"""Extended resources a container asks GPUs by (device plugins' names)."""
+
 _TERMINATED = pl.Struct({"terminated": pl.Struct({
     "reason": pl.String, "exitCode": pl.Int64, "finishedAt": pl.String,
 })})
@@ -66,14 +78,16 @@ POD_SCHEMA = {
         "name": pl.String, "namespace": pl.String,
         "labels": pl.Struct({
             "batch.kubernetes.io/job-name": pl.String, "job-name": pl.String,
-            "jobset.sigs.k8s.io/jobset-name": pl.String,
+            "jobset.sigs.k8s.io/jobset-name": pl.String, "training.kubeflow.org/job-name": pl.String,
         }),
         "ownerReferences": _OWNERS,
     }),
-    "spec": pl.Struct({"nodeName": pl.String}),
+    "spec": pl.Struct({"nodeName": pl.String, "containers": pl.List(pl.Struct({"resources": pl.Struct({
+        kind: pl.Struct({gpu: pl.String for gpu in GPU_RESOURCES}) for kind in ("limits", "requests")
+    })}))}),
     "status": pl.Struct({
-        "reason": pl.String,
-        "conditions": pl.List(pl.Struct({"type": pl.String, "status": pl.String, "reason": pl.String})),
+        "reason": pl.String, "message": pl.String,
+        "conditions": pl.List(_COND),
         "containerStatuses": pl.List(pl.Struct({
             "name": pl.String, "state": _TERMINATED, "lastState": _TERMINATED,
         })),
@@ -83,8 +97,32 @@ POD_SCHEMA = {
 FINISHED_STATES = {"Succeeded": "completed", "Failed": "failed"}
 """``Finished`` condition reason → state; other reasons (AdmissionChecksRejected…) fail."""
 
-NODE_GONE = ("DeletionByTaintManager", "DeletionByPodGC")
-"""``DisruptionTarget`` reasons that mean the node failed rather than a preemption."""
+EVICTED_STATES = {
+    "Preempted": "preempted", "AdmissionCheck": "preempted",
+    "ClusterQueueStopped": "preempted", "LocalQueueStopped": "preempted",
+    "PodsReadyTimeout": "failed", "NodeFailures": "node_fail",
+}
+"""Kueue's ``Evicted`` reasons (and ``schedulingStats.evictions[].reason``) → state; others
+are ``preempted``. Preemption, a rejected admission check and a stopped queue take the quota
+back (``preempted``, as a Slurm requeue); ``PodsReadyTimeout`` means the pods did not start or
+recover in time (``failed``, the pods' and nodes' logs say why); ``NodeFailures`` evicts from
+a failed node. A deactivated Workload is :data:`DEACTIVATED_STATES`."""
+
+DEACTIVATED_STATES = {"MaximumExecutionTimeExceeded": "timeout", "RequeuingLimitExceeded": "failed"}
+"""Why Kueue deactivated a Workload (``spec.active: false``; Evicted reason ``Deactivated``
+with it as ``underlyingCause``, or ``InactiveWorkload`` followed by it) → state; a Workload
+deactivated for no such reason was deactivated by a user: ``cancelled``."""
+
+DISRUPTION_STATES = {
+    "DeletionByTaintManager": "node_fail", "DeletionByPodGC": "node_fail",
+    "PreemptionByScheduler": "preempted", "PreemptionByKubeScheduler": "preempted",
+    "EvictionByEvictionAPI": "preempted",
+}
+"""Pod ``DisruptionTarget`` reasons → state: the taint manager (a ``NoExecute`` taint such as
+an unreachable node) or the pod garbage collector (a deleted node) → ``node_fail``; the
+scheduler's preemption or an API eviction (``kubectl drain``) → ``preempted``. The kubelet's
+own ``TerminationByKubelet`` (node-pressure eviction, node shutdown) changes no state: its
+message lands as evidence."""
 
 
 class KueueOptions(ConnectorOptions):
@@ -105,8 +143,9 @@ class KueueConnector(Connector):
     options: KueueOptions
 
     def fetch(self, window: FetchWindow | None) -> Iterator[Batch]:
-        """Yield one ``attempts`` batch for every workload in the snapshot (a snapshot has
-        no history to cut by ``window``)."""
+        """Yield one ``attempts`` batch for every workload in the snapshot, then an
+        ``observations`` batch of its evidence (a snapshot has no history to cut by
+        ``window``)."""
         opts = self.options
         workloads, wl_origin = self._load("workloads", opts.workloads_file)
         if opts.pods_file is not None or opts.workloads_file is None:
@@ -116,6 +155,12 @@ class KueueConnector(Connector):
         rows = kueue_attempts(workloads, pods, self.cluster, wl_origin)
         yield Batch(table="attempts", rows=rows, cluster=self.cluster, input_id=wl_origin,
                     fetched=len(workloads))
+        evidence = kueue_evidence(workloads, pods, self.cluster, wl_origin)
+        if evidence.height:
+            # Each text is an input of its own (the object, condition and time name it), so
+            # a later snapshot that no longer shows it does not take it out of the lake.
+            yield Batch(table="observations", rows=evidence, cluster=self.cluster, source="k8s",
+                        input_id=f"kueue:{wl_origin}", input_ids=evidence["input_id"].unique().sort().to_list())
 
     def _load(self, kind: str, path: Path | None) -> tuple[list[dict], str]:
         opts = self.options
@@ -163,11 +208,56 @@ def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin
     """Workload and pod objects → rows with the ``attempts`` columns (see module docstring)."""
     if not workloads:
         return pl.from_arrow(ATTEMPTS.empty_table())
+    wl = _workload_frame(workloads)
+    evicted = _evicted_attempts(wl)
+    current = wl.filter(pl.col("current")).select(
+        "name", "namespace", "owner", "job_id", "queue", "submit_ts",
+        attempt_index=pl.col("n_evicted"),
+        start_ts=pl.col("admitted_ts"),
+        # A Workload being deleted (its job deleted with `kubectl delete`, the garbage
+        # collector following the owner) keeps its conditions until Kueue's finalizer lets it
+        # go: an admitted one is the running attempt, cancelled at its deletionTimestamp.
+        end_ts=pl.when(pl.col("finished")).then(pl.col("finished_ts")).otherwise(pl.col("deleted_ts")),
+        raw_state=pl.when(pl.col("finished"))
+        .then(pl.concat_str(pl.lit("Finished:"), pl.col("finished_reason").fill_null("")))
+        .when(pl.col("deleted_ts").is_not_null()).then(pl.lit("Deleted"))
+        .otherwise(pl.lit("Admitted")),
+        state=pl.when(pl.col("finished"))
+        .then(pl.col("finished_reason").replace_strict(FINISHED_STATES, default="failed"))
+        .when(pl.col("deleted_ts").is_not_null()).then(pl.lit("cancelled"))
+        .otherwise(pl.lit("running")),
+    )
+    attempts = pl.concat([evicted, current], how="diagonal_relaxed")
+    attempts = _merge_pods(attempts, _pod_summary(pods), wl)
+    return attempts.select(
+        attempt_id=pl.concat_str(pl.lit(f"kueue/{cluster}/"), pl.col("namespace"), pl.lit("/"),
+                                 pl.col("name"), pl.lit("/"), pl.col("attempt_index").cast(pl.String)),
+        scheduler=pl.lit("kueue"),
+        job_id="job_id",
+        job_name=pl.coalesce(pl.col("owner"), pl.col("name")),
+        user=pl.lit(None, dtype=pl.String),
+        partition="queue",
+        attempt_index=pl.col("attempt_index").cast(pl.Int32),
+        submit_ts="submit_ts", start_ts="start_ts", end_ts="end_ts",
+        raw_state="raw_state", state="state",
+        exit_code=pl.col("exit_code").cast(pl.Int32),
+        signal=pl.when(pl.col("exit_code") > 128).then(pl.col("exit_code") - 128).cast(pl.Int32),
+        nodes=pl.col("nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+        n_nodes=pl.col("nodes").list.len().fill_null(0).cast(pl.Int32),
+        ranks_per_node=pl.col("ranks_per_node").cast(pl.Int32),
+        gpus_per_node=pl.col("gpus_per_node").cast(pl.Int32),
+        origin=pl.concat_str(pl.lit(f"{origin}#"), pl.col("namespace"), pl.lit("/"), pl.col("name")),
+    ).sort("attempt_id")
+
+
+def _workload_frame(workloads: list[dict]) -> pl.DataFrame:
+    """One row per Workload: its owner, times, latest conditions and evictions counted."""
     wl = pl.from_dicts(workloads, schema=WORKLOAD_SCHEMA).select(
         name=pl.col("metadata").struct.field("name"),
         namespace=pl.col("metadata").struct.field("namespace"),
         owner=pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
         submit_ts=_ts(pl.col("metadata").struct.field("creationTimestamp")),
+        deleted_ts=_ts(pl.col("metadata").struct.field("deletionTimestamp")),
         queue=pl.col("spec").struct.field("queueName"),
         conditions=pl.col("status").struct.field("conditions"),
         requeues=pl.col("status").struct.field("requeueState").struct.field("count"),
@@ -192,40 +282,9 @@ def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin
         job_id=pl.concat_str(pl.col("namespace"), pl.lit("/"), pl.coalesce(pl.col("owner"), pl.col("name"))),
     )
     wl = wl.with_columns(current=(pl.col("admitted") | pl.col("finished")).fill_null(False))
-    evicted = _evicted_attempts(wl)
-    current = wl.filter(pl.col("current")).select(
-        "name", "namespace", "owner", "job_id", "queue", "submit_ts",
-        attempt_index=pl.col("n_evicted"),
-        start_ts=pl.col("admitted_ts"),
-        end_ts=pl.when(pl.col("finished")).then(pl.col("finished_ts")),
-        raw_state=pl.when(pl.col("finished"))
-        .then(pl.concat_str(pl.lit("Finished:"), pl.col("finished_reason").fill_null("")))
-        .otherwise(pl.lit("Admitted")),
-        state=pl.when(pl.col("finished"))
-        .then(pl.col("finished_reason").replace_strict(FINISHED_STATES, default="failed"))
-        .otherwise(pl.lit("running")),
+    return wl.with_columns(
+        latest=pl.when(pl.col("current")).then(pl.col("n_evicted")).otherwise(pl.col("n_evicted") - 1),
     )
-    attempts = pl.concat([evicted, current], how="diagonal_relaxed")
-    attempts = _merge_pods(attempts, _pod_summary(pods), wl)
-    return attempts.select(
-        attempt_id=pl.concat_str(pl.lit(f"kueue/{cluster}/"), pl.col("namespace"), pl.lit("/"),
-                                 pl.col("name"), pl.lit("/"), pl.col("attempt_index").cast(pl.String)),
-        scheduler=pl.lit("kueue"),
-        job_id="job_id",
-        job_name=pl.coalesce(pl.col("owner"), pl.col("name")),
-        user=pl.lit(None, dtype=pl.String),
-        partition="queue",
-        attempt_index=pl.col("attempt_index").cast(pl.Int32),
-        submit_ts="submit_ts", start_ts="start_ts", end_ts="end_ts",
-        raw_state="raw_state", state="state",
-        exit_code=pl.col("exit_code").cast(pl.Int32),
-        signal=pl.when(pl.col("exit_code") > 128).then(pl.col("exit_code") - 128).cast(pl.Int32),
-        nodes=pl.col("nodes").fill_null(pl.lit([], dtype=pl.List(pl.String))),
-        n_nodes=pl.col("nodes").list.len().fill_null(0).cast(pl.Int32),
-        ranks_per_node=pl.lit(None, dtype=pl.Int32),
-        gpus_per_node=pl.lit(None, dtype=pl.Int32),
-        origin=pl.concat_str(pl.lit(f"{origin}#"), pl.col("namespace"), pl.lit("/"), pl.col("name")),
-    ).sort("attempt_id")
 
 
 def _evicted_attempts(wl: pl.DataFrame) -> pl.DataFrame:
@@ -259,30 +318,60 @@ def _evicted_attempts(wl: pl.DataFrame) -> pl.DataFrame:
         start_ts=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
         end_ts=pl.when(when_known).then(pl.col("evicted_ts")),
         raw_state=pl.concat_str(pl.lit("Evicted:"), pl.col("reason").fill_null("")),
-        state=pl.lit("preempted"),
+        state=_eviction_state(pl.col("reason"), pl.col("underlyingCause")),
+    )
+
+
+def _eviction_state(reason: pl.Expr, cause: pl.Expr) -> pl.Expr:
+    """An eviction's state from its reason and underlying cause (:data:`EVICTED_STATES`,
+    :data:`DEACTIVATED_STATES`)."""
+    deactivated = reason.str.starts_with("InactiveWorkload") | (reason == "Deactivated")
+    why = pl.when(cause.is_in(list(DEACTIVATED_STATES))).then(cause).otherwise(
+        reason.str.strip_prefix("InactiveWorkload"))
+    return (
+        pl.when(deactivated).then(why.replace_strict(DEACTIVATED_STATES, default="cancelled"))
+        .otherwise(reason.replace_strict(EVICTED_STATES, default="preempted"))
+    )
+
+
+def _pod_frame(pods: list[dict]) -> pl.DataFrame:
+    """One row per pod: its namespace, the job its Workload belongs to, node and status."""
+    labels = pl.col("metadata").struct.field("labels")
+    return pl.from_dicts(pods, schema=POD_SCHEMA).select(
+        namespace=pl.col("metadata").struct.field("namespace"),
+        pod=pl.col("metadata").struct.field("name"),
+        # The Workload belongs to the top of the owner chain, so the labels that name it come
+        # first: a JobSet's pods belong to its child Jobs (their job-name labels and owner
+        # reference name those), a Kubeflow job's to the job itself.
+        owner=pl.coalesce(
+            labels.struct.field("jobset.sigs.k8s.io/jobset-name"),
+            labels.struct.field("training.kubeflow.org/job-name"),
+            labels.struct.field("batch.kubernetes.io/job-name"), labels.struct.field("job-name"),
+            pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
+        ),
+        node=pl.col("spec").struct.field("nodeName"),
+        # Extended resources are never overcommitted: requests equal limits, and either
+        # may be the one written.
+        gpus=pl.col("spec").struct.field("containers").list.eval(pl.coalesce(
+            pl.sum_horizontal(pl.element().struct.field("resources").struct.field(kind).struct.field(gpu)
+                              .cast(pl.Int64, strict=False) for gpu in GPU_RESOURCES)
+            .replace(0, None) for kind in ("limits", "requests")
+        )).list.sum(),
+        pod_reason=pl.col("status").struct.field("reason"),
+        pod_message=pl.col("status").struct.field("message"),
+        disruption=_cond(pl.col("status").struct.field("conditions"), "DisruptionTarget"),
+        containers=pl.col("status").struct.field("containerStatuses"),
     )
 
 
 def _pod_summary(pods: list[dict]) -> pl.DataFrame:
-    """Per (namespace, owner job): nodes, OOM, first failing exit code, disruption."""
+    """Per (namespace, owner job): nodes, OOM, first failing exit code, disruption reason."""
     schema = {"namespace": pl.String, "owner": pl.String, "nodes": pl.List(pl.String),
               "oom": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String,
-              "kubelet_evicted": pl.Boolean}
+              "ranks_per_node": pl.Int64, "gpus_per_node": pl.Int64}
     if not pods:
         return pl.DataFrame(schema=schema)
-    labels = pl.col("metadata").struct.field("labels")
-    frame = pl.from_dicts(pods, schema=POD_SCHEMA).select(
-        namespace=pl.col("metadata").struct.field("namespace"),
-        owner=pl.coalesce(
-            labels.struct.field("batch.kubernetes.io/job-name"), labels.struct.field("job-name"),
-            labels.struct.field("jobset.sigs.k8s.io/jobset-name"),
-            pl.col("metadata").struct.field("ownerReferences").list.first().struct.field("name"),
-        ),
-        node=pl.col("spec").struct.field("nodeName"),
-        pod_reason=pl.col("status").struct.field("reason"),
-        disruption=_cond(pl.col("status").struct.field("conditions"), "DisruptionTarget"),
-        containers=pl.col("status").struct.field("containerStatuses"),
-    )
+    frame = _pod_frame(pods)
     terminated = frame.select("namespace", "owner", "containers").explode("containers").select(
         "namespace", "owner",
         term=pl.concat_list(
@@ -299,16 +388,19 @@ def _pod_summary(pods: list[dict]) -> pl.DataFrame:
         nodes=pl.col("node").drop_nulls().unique().sort(),
         disruption=pl.col("disruption").filter(pl.col("disruption").struct.field("status") == "True")
         .struct.field("reason").first(),
-        kubelet_evicted=(pl.col("pod_reason") == "Evicted").any(),
     )
-    return per_job.join(codes, on=["namespace", "owner"], how="left").select(list(schema))
+    # Each pod is one task on its node (a torchrun or MPI launcher starts the processes of
+    # its GPUs), as a Slurm task per node is.
+    per_node = frame.drop_nulls("node").group_by("namespace", "owner", "node").agg(
+        ranks_per_node=pl.len(), gpus_per_node=pl.col("gpus").sum().replace(0, None),
+    ).group_by("namespace", "owner").agg(pl.col("ranks_per_node").max(), pl.col("gpus_per_node").max())
+    return per_job.join(codes, on=["namespace", "owner"], how="left") \
+        .join(per_node, on=["namespace", "owner"], how="left").select(list(schema))
 
 
 def _merge_pods(attempts: pl.DataFrame, pods: pl.DataFrame, wl: pl.DataFrame) -> pl.DataFrame:
     """Pod facts belong to the latest attempt of their workload (earlier pods are gone)."""
-    latest = wl.select("namespace", "name", attempt_index=pl.when(pl.col("current"))
-                       .then(pl.col("n_evicted")).otherwise(pl.col("n_evicted") - 1),
-                       is_latest=pl.lit(True))
+    latest = wl.select("namespace", "name", attempt_index="latest", is_latest=pl.lit(True))
     merged = attempts.with_columns(join_owner=pl.coalesce(pl.col("owner"), pl.col("name"))).join(
         latest, on=["namespace", "name", "attempt_index"], how="left"
     ).join(
@@ -316,18 +408,94 @@ def _merge_pods(attempts: pl.DataFrame, pods: pl.DataFrame, wl: pl.DataFrame) ->
     )
     mine = pl.col("is_latest").fill_null(False)
     failed = pl.col("state").is_in(["failed", "running", "preempted"])
+    disrupted = pl.col("disruption").replace_strict(DISRUPTION_STATES, default=None)
     state = (
         pl.when(mine & pl.col("oom").fill_null(False) & failed).then(pl.lit("out_of_memory"))
-        .when(mine & pl.col("disruption").is_in(NODE_GONE).fill_null(False)).then(pl.lit("node_fail"))
-        .when(mine & (pl.col("disruption").is_not_null() | pl.col("kubelet_evicted").fill_null(False))
-              & (pl.col("state") != "completed")).then(pl.lit("preempted"))
+        .when(mine & (disrupted == "node_fail").fill_null(False)).then(pl.lit("node_fail"))
+        .when(mine & (disrupted == "preempted").fill_null(False)
+              & ~pl.col("state").is_in(["completed", "cancelled"])).then(pl.lit("preempted"))
         .otherwise(pl.col("state"))
     )
     return merged.with_columns(
         state=state,
         exit_code=pl.when(mine).then(pl.col("exit_code")),
         nodes=pl.when(mine).then(pl.col("nodes")),
+        ranks_per_node=pl.when(mine).then(pl.col("ranks_per_node")),
+        gpus_per_node=pl.when(mine).then(pl.col("gpus_per_node")),
     )
+
+
+EVIDENCE_CONDITIONS = ("Evicted", "Preempted", "DeactivationTarget", "Finished")
+"""Workload condition types whose message, while the condition is True, says why the
+latest attempt ended (``Exceeded the PodsReady timeout …``, ``Preempted to accommodate a
+workload …``)."""
+
+
+def kueue_evidence(workloads: list[dict], pods: list[dict], cluster: str, origin: str) -> pl.DataFrame:
+    """What Kubernetes says about why an attempt ended → rows with the ``observations``
+    columns (source ``k8s``), for the rules to read as they read a log line.
+
+    The messages of the Workload's :data:`EVIDENCE_CONDITIONS` that are True, stamped with
+    their transition time; a pod's ``status.message`` (the kubelet's node-pressure eviction:
+    ``The node was low on resource: memory…``) and its ``DisruptionTarget`` message, stamped
+    with the disruption's time (else its container's end) and placed on the pod's node. All
+    belong to the workload's latest attempt. Each row is an input of its own
+    (``kueue:<cluster>/<namespace>/<object>/<what>@<time>``), so the same text seen in
+    several snapshots lands once and a snapshot that no longer shows it removes nothing.
+    """
+    empty = pl.from_arrow(OBSERVATIONS.empty_table())
+    if not workloads:
+        return empty
+    frame = _workload_frame(workloads)
+    wl = frame.select(
+        "namespace", "name", "latest", join_owner=pl.coalesce(pl.col("owner"), pl.col("name")),
+    ).filter(pl.col("latest") >= 0)
+    conditions = frame.select("namespace", "name", "conditions").explode("conditions") \
+        .unnest("conditions").filter(
+            pl.col("type").is_in(EVIDENCE_CONDITIONS) & (pl.col("status") == "True")
+            & (pl.col("message").fill_null("") != "")
+        ).select(
+            "namespace", "name", node=pl.lit(None, dtype=pl.String), program=pl.lit("kueue"),
+            ts=_ts(pl.col("lastTransitionTime")),
+            what=pl.concat_str(pl.lit("workload/"), pl.col("name"), pl.lit("/"), pl.col("type")),
+            message=pl.concat_str(pl.lit("Workload "), pl.col("namespace"), pl.lit("/"), pl.col("name"),
+                                  pl.lit(" "), pl.col("type"), pl.lit(" "), pl.col("reason").fill_null(""),
+                                  pl.lit(": "), pl.col("message")),
+        )
+    lines = [conditions]
+    if pods:
+        ended = pl.col("containers").list.eval(
+            pl.element().struct.field("state").struct.field("terminated").struct.field("finishedAt")
+        ).list.max()
+        frame = _pod_frame(pods).join(wl, left_on=["namespace", "owner"], right_on=["namespace", "join_owner"]) \
+            .with_columns(ts=pl.coalesce(_ts(pl.col("disruption").struct.field("lastTransitionTime")), _ts(ended)))
+        said = [
+            ("status", pl.col("pod_reason"), pl.col("pod_message")),
+            ("DisruptionTarget", pl.col("disruption").struct.field("reason"),
+             pl.when((pl.col("disruption").struct.field("status") == "True")
+                     & (pl.col("disruption").struct.field("message") != pl.col("pod_message").fill_null("")))
+             .then(pl.col("disruption").struct.field("message"))),
+        ]
+        for what, reason, message in said:
+            lines.append(frame.filter(message.fill_null("") != "").select(
+                "namespace", "name", "node", program=pl.lit("kubernetes"), ts="ts",
+                what=pl.concat_str(pl.lit("pod/"), pl.col("pod"), pl.lit(f"/{what}")),
+                message=pl.concat_str(pl.lit("Pod "), pl.col("namespace"), pl.lit("/"), pl.col("pod"),
+                                      pl.lit(f" {what} "), reason.fill_null(""), pl.lit(": "), message),
+            ))
+    rows = pl.concat(lines).drop_nulls("ts").join(wl.select("namespace", "name", "latest"), on=["namespace", "name"])
+    if rows.is_empty():
+        return empty
+    return rows.select(
+        "ts", ts_source=pl.lit("line"), node="node",
+        attempt_id=pl.concat_str(pl.lit(f"kueue/{cluster}/"), pl.col("namespace"), pl.lit("/"),
+                                 pl.col("name"), pl.lit("/"), pl.col("latest").cast(pl.String)),
+        rank=pl.lit(None, dtype=pl.Int32), program="program", message="message",
+        origin=pl.concat_str(pl.lit(f"{origin}#"), pl.col("namespace"), pl.lit("/"), pl.col("what")),
+        seq=pl.lit(1, dtype=pl.Int64),
+        input_id=pl.concat_str(pl.lit(f"kueue:{cluster}/"), pl.col("namespace"), pl.lit("/"), pl.col("what"),
+                               pl.lit("@"), pl.col("ts").dt.to_string("%Y-%m-%dT%H:%M:%S%.fZ")),
+    ).unique("input_id", keep="first", maintain_order=True).sort("input_id")
 
 
 # ------------------------------------------------------------------ pod logs

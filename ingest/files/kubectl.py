@@ -1,7 +1,8 @@
 """``kubectl logs --timestamps``: an RFC 3339 stamp with nanoseconds, a space, the line.
 
 The container's own line behind the stamp goes through the application prefixes
-(:func:`ingest.files.app.peel_prefixes`) for ``rank``, ``node`` and ``program``; the
+(:func:`ingest.files.app.peel_prefixes`) for ``rank`` and ``program``, but not ``node``: a
+container's own hostname is its pod's, so the node is only the file's (``--node``); the
 kubelet's stamp is the time (the application's own stamp, if any, is only removed from
 ``message``). A line without the leading stamp is rejected.
 """
@@ -35,7 +36,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         "seq",
         ts.alias("ts"),
         pl.when(ts.is_not_null()).then(pl.lit("line")).alias("ts_kind"),
-        pl.coalesce(pl.col("node"), pl.lit(ctx.default_node, dtype=pl.String)).alias("node"),
+        # A host the container's line names (NCCL's ``host:pid:tid``, a pdsh label) is the
+        # container's hostname: the pod's, not its node's (which, with hostNetwork, is the
+        # node --node gives anyway).
+        pl.lit(ctx.default_node, dtype=pl.String).alias("node"),
         "rank",
         "program",
         pl.coalesce(pl.col("message"), pl.col("line")).alias("message"),
