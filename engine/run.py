@@ -771,15 +771,36 @@ def run_attribution(
 
     lake.root.mkdir(parents=True, exist_ok=True)
     _remove_stale_scratch(lake)
-    # Two helper threads keep both cores busy where one chunk's work is mostly single-core
-    # Polars: one reads the next chunk's days ahead, one computes coverage while the main
-    # thread correlates. Only the main thread writes tables; the reading threads write
-    # only the derivatives a day's files lack (a cache, see ``_DayEvents._read_day``).
+    # Three helper threads keep both cores busy where one chunk's work is mostly
+    # single-core Polars: one reads the next chunk's days ahead, one computes coverage while
+    # the main thread correlates, one decides a chunk while the main thread correlates the
+    # next (which needs only the chunk's correlated events, for its history). Only the main
+    # thread writes tables; the reading threads write only the derivatives a day's files
+    # lack (a cache, see ``_DayEvents._read_day``).
     with (tempfile.TemporaryDirectory(prefix=f".{run_id}-", dir=lake.root) as scratch,
-          ThreadPoolExecutor(1) as ahead, ThreadPoolExecutor(1) as side):
+          ThreadPoolExecutor(1) as ahead, ThreadPoolExecutor(1) as side, ThreadPoolExecutor(1) as decider):
         slim, located, staged = [], pl.DataFrame(), []
         started, staging_s = time.perf_counter(), 0.0
+
+        def decided(part: pl.DataFrame, correlated: pl.DataFrame, coverage, events: pl.DataFrame):
+            tick = time.perf_counter()
+            return decide(part, correlated, coverage.result(), pack, config, events), time.perf_counter() - tick
+
+        def stage(k: int, verdicts: pl.DataFrame) -> float:
+            """Keep chunk ``k``'s verdicts for the results (staged in the scratch folder when
+            there are several chunks): the seconds it took."""
+            tick = time.perf_counter()
+            slim.append(verdicts.select(FLEET_COLUMNS))
+            if len(scoped) == 1:  # one chunk: nothing to bound, keep its verdicts
+                staged.append(verdicts)
+            else:
+                staged.append(Path(scratch) / f"chunk-{k}.parquet")
+                verdicts.write_parquet(staged[-1], compression="lz4")
+            say(f"attributed {scoped[k].height} attempts that ended {chunks[k][0]} to {chunks[k][1]}")
+            return time.perf_counter() - tick
+
         pending = ahead.submit(day_events.read, count_windows[0])
+        deciding = None
         for k, part in enumerate(scoped):
             read = pending.result()
             if k + 1 < len(scoped):
@@ -792,21 +813,21 @@ def run_attribution(
             coverage = side.submit(coverage_from_counts, part, per_hour, per_attempt, failures, config)
             correlated = correlate(part, events, pack, config, history=past.history(located), launches=launches,
                                    topology=topology)
-            verdicts = decide(part, correlated, coverage.result(), pack, config, events)
-            del events, launches
+            del launches
             located = pl.concat([located, correlated.filter(
                 pl.col("attempt_id").is_not_null() & (pl.col("gpu").is_not_null() | pl.col("port").is_not_null())
             ).select(LOCATED_COLUMNS)], how="diagonal_relaxed")
-            slim.append(verdicts.select(FLEET_COLUMNS))
             timings["correlate_decide"] += time.perf_counter() - tick
-            tick = time.perf_counter()
-            if len(scoped) == 1:  # one chunk: nothing to bound, keep its verdicts
-                staged.append(verdicts)
-            else:
-                staged.append(Path(scratch) / f"chunk-{k}.parquet")
-                verdicts.write_parquet(staged[-1], compression="lz4")
-            staging_s += time.perf_counter() - tick
-            say(f"attributed {part.height} attempts that ended {chunks[k][0]} to {chunks[k][1]}")
+            if deciding is not None:  # the previous chunk, decided meanwhile
+                verdicts, decide_s = deciding.result()
+                timings["correlate_decide"] += decide_s
+                staging_s += stage(k - 1, verdicts)
+            deciding = decider.submit(decided, part, correlated, coverage, events)
+            del events, correlated
+        verdicts, decide_s = deciding.result()
+        timings["correlate_decide"] += decide_s
+        staging_s += stage(len(scoped) - 1, verdicts)
+        del verdicts
         timings["attribute"] = time.perf_counter() - started - day_events.write_s - staging_s
         timings["write"] += day_events.write_s + staging_s
         # Reading a day is extracting its events and counting its rows for coverage.
