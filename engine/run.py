@@ -835,7 +835,7 @@ def run_attribution(
 
         tick = time.perf_counter()
         notes = fleet_notes(pl.concat(slim), recent_results(lake, since, until, config, clusters), topology, config)
-        del slim
+        slim.clear()  # the slim verdicts are done with (``stage`` holds the list itself)
         timings["fleet"] = time.perf_counter() - tick
 
         tick = time.perf_counter()
