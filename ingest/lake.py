@@ -593,25 +593,28 @@ class Lake:
         keys = list(UPSERT_KEYS[table])
         if frame.select(keys).is_duplicated().any():
             raise LakeError(f"{table}: the landed rows repeat a key {keys}")
-        stored = {path: pl.read_parquet(path) for path in self.files(table, clusters=[cluster])}
         merge = UPSERT_MERGE.get(table)
-        if merge is not None and stored:
+        new_keys = frame.select(keys)
+        # One file at a time: only the partitions a landed key leaves, and the stored rows
+        # of the landed keys (for ``merge``), stay in memory.
+        touched: dict[Path, pl.DataFrame] = {}
+        known: list[pl.DataFrame] = []
+        for path in self.files(table, clusters=[cluster]):
+            old = pl.read_parquet(path)
+            kept = old.join(new_keys, on=keys, how="anti", nulls_equal=True)
+            if kept.height != old.height:
+                touched[path.parent] = kept
+                if merge is not None:
+                    known.append(old.join(new_keys, on=keys, how="semi", nulls_equal=True))
+        if known:
             # Merged before the day is placed: what the stored row knew may move the row.
-            known = pl.concat([old.join(frame.select(keys), on=keys, how="semi", nulls_equal=True)
-                               for old in stored.values()])
-            frame = merge(frame, known)
+            frame = merge(frame, pl.concat(known))
         if "day" in PARTITIONS[table]:
             frame = frame.with_columns(self._day_expr(table))
             if frame["day"].null_count():
                 raise LakeError(f"{table}: rows without any timestamp cannot be placed in a day")
         else:
             frame = frame.with_columns(pl.lit(None, dtype=pl.Date).alias("day"))
-        new_keys = frame.select(keys)
-        touched: dict[Path, pl.DataFrame] = {}
-        for path, old in stored.items():
-            kept = old.join(new_keys, on=keys, how="anti", nulls_equal=True)
-            if kept.height != old.height:
-                touched[path.parent] = kept
         for (day,), part in frame.partition_by("day", as_dict=True, maintain_order=True).items():
             pdir = _partition_dir(self.root, table, {"cluster": cluster, "day": day})
             existing = touched.pop(pdir, None)
