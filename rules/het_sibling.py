@@ -15,20 +15,19 @@ from __future__ import annotations
 
 import polars as pl
 
+from engine.correlate import ATTEMPT_COLUMNS
 from engine.rules.python_rules import new_events, rooted_attempts
 from ingest.schema import het_leader
 
 RULE_ID = "het_sibling"
 COPIED = ["ts", "node", "gpu", "port", "rank", "params", "origin", "source", "ts_source"]
 """What the copy keeps of the sibling's root: where and when it happened, the line it rests on."""
-ATTEMPT = ["attempt_id", "cluster", "job_id", "user", "state", "start_ts", "end_ts"]
-"""The attempt columns the copy takes from the component it is added to."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Give each failed heterogeneous job component without a root candidate a copy of its
     siblings' earliest root candidate (see the module docstring)."""
-    components = context.attempts.select(*ATTEMPT, het_leader(pl.col("job_id")).alias("_leader")).filter(
+    components = context.attempts.select(*ATTEMPT_COLUMNS, het_leader(pl.col("job_id")).alias("_leader")).filter(
         pl.col("_leader") != pl.col("job_id"))
     if components.is_empty():
         return events
@@ -52,7 +51,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     if copies.is_empty():
         return events
     added = new_events(
-        copies.select(*ATTEMPT, *COPIED, "message", "_event", "_domain", "_cause", "_action"), events,
+        copies.select(*ATTEMPT_COLUMNS, *COPIED, "message", "_event", "_domain", "_cause", "_action"), events,
         rule_id=RULE_ID, event=pl.col("_event"), domain=pl.col("_domain"), cause=pl.col("_cause"),
         role="root_candidate", action=pl.col("_action"),
     )

@@ -230,8 +230,7 @@ def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin
     attempts = pl.concat([evicted, current], how="diagonal_relaxed")
     attempts = _merge_pods(attempts, _pod_summary(pods), wl)
     return attempts.select(
-        attempt_id=pl.concat_str(pl.lit(f"kueue/{cluster}/"), pl.col("namespace"), pl.lit("/"),
-                                 pl.col("name"), pl.lit("/"), pl.col("attempt_index").cast(pl.String)),
+        attempt_id=_attempt_id(cluster, pl.col("attempt_index")),
         scheduler=pl.lit("kueue"),
         job_id="job_id",
         job_name=pl.coalesce(pl.col("owner"), pl.col("name")),
@@ -248,6 +247,12 @@ def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin
         gpus_per_node=pl.col("gpus_per_node").cast(pl.Int32),
         origin=pl.concat_str(pl.lit(f"{origin}#"), pl.col("namespace"), pl.lit("/"), pl.col("name")),
     ).sort("attempt_id")
+
+
+def _attempt_id(cluster: str, index: pl.Expr) -> pl.Expr:
+    """``kueue/<cluster>/<namespace>/<workload>/<index>``: the id of a Workload's attempt."""
+    return pl.concat_str(pl.lit(f"kueue/{cluster}/"), pl.col("namespace"), pl.lit("/"), pl.col("name"), pl.lit("/"),
+                         index.cast(pl.String))
 
 
 def _workload_frame(workloads: list[dict]) -> pl.DataFrame:
@@ -488,8 +493,7 @@ def kueue_evidence(workloads: list[dict], pods: list[dict], cluster: str, origin
         return empty
     return rows.select(
         "ts", ts_source=pl.lit("line"), node="node",
-        attempt_id=pl.concat_str(pl.lit(f"kueue/{cluster}/"), pl.col("namespace"), pl.lit("/"),
-                                 pl.col("name"), pl.lit("/"), pl.col("latest").cast(pl.String)),
+        attempt_id=_attempt_id(cluster, pl.col("latest")),
         rank=pl.lit(None, dtype=pl.Int32), program="program", message="message",
         origin=pl.concat_str(pl.lit(f"{origin}#"), pl.col("namespace"), pl.lit("/"), pl.col("what")),
         seq=pl.lit(1, dtype=pl.Int64),
