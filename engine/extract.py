@@ -152,7 +152,7 @@ def _build_plan(rule: ExtractRule) -> _RulePlan:
             return pl.col("_groups").struct.field(name)
         return pl.lit(None, pl.String)
 
-    outcome, keep = _outcome(rule, group(rule.map.key) if rule.map else None)
+    outcome, keep = _outcome(rule, pl.coalesce([group(k) for k in rule.map.keys]) if rule.map else None)
     others = sorted(g for g in groups if g not in RESERVED_GROUPS)
     params = (
         pl.struct([group(name).alias(name) for name in others]).struct.json_encode()

@@ -28,6 +28,7 @@ BAD_RULES = {
     "empty.yaml": (1, "", "file is empty"),
     "expect_unknown_field.yaml": (18, "tests.hit.0.expect.code", "expects field 'code', which the rule never yields"),
     "map_key_not_group.yaml": (15, "map.key", "map.key 'code' is not a named group of the regex (groups: gpu, xid)"),
+    "map_key_list_not_group.yaml": (15, "map.key", "map.key 'code' is not a named group of the regex (groups: gpu, xid)"),
     "map_table_bad_domain.yaml": (19, "map.table.48.domain", "unknown domain 'gpu_mem' — did you mean 'gpu_memory'?"),
     "metric_bad_condition.yaml": (7, "condition", "unknown condition 'rises' — use one of: increase, above, below, change"),
     "missing_field.yaml": (3, "event", "missing required field 'event'"),

@@ -307,11 +307,12 @@ def _check_extract(node: _Map) -> Iterator[tuple[int, str, str]]:
     listed = ", ".join(groups) or "none"
     mapping = node.get("map")
     key = mapping.get("key") if isinstance(mapping, _Map) else None
-    if isinstance(key, str) and key not in groups:
-        yield mapping.key_lines["key"], "map.key", (
-            f"map.key '{key}' is not a named group of the regex (groups: {listed})"
-            f" — name a group (?P<{key}>...) or use one of the groups"
-        )
+    for name in [key] if isinstance(key, str) else key if isinstance(key, _Seq) else []:
+        if isinstance(name, str) and name not in groups:
+            yield mapping.key_lines["key"], "map.key", (
+                f"map.key '{name}' is not a named group of the regex (groups: {listed})"
+                f" — name a group (?P<{name}>...) or use one of the groups"
+            )
     if node.get("subject_node") is True and "node" not in groups:
         yield node.key_lines["subject_node"], "subject_node", (
             f"subject_node needs a named group 'node' in the regex (groups: {listed})"

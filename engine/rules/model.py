@@ -110,7 +110,9 @@ class Outcome(_Strict):
 class ParamMap(_Strict):
     """Outcome by the value of one named group, e.g. XID code → cause/domain/role."""
 
-    key: str
+    key: str | list[str]
+    """The named group whose value picks the outcome; a list names several, and the first
+    that matched picks it (a specific group that only some lines fill, before the general one)."""
     table: dict[str, Outcome]
     default: Outcome | None = None
     """Outcome for values not in ``table``; without it such lines are not events."""
@@ -122,6 +124,11 @@ class ParamMap(_Strict):
         if isinstance(v, dict):
             return {str(k) if isinstance(k, int | float) else k: val for k, val in v.items()}
         return v
+
+    @property
+    def keys(self) -> list[str]:
+        """The groups of ``key``, in the order they are tried."""
+        return [self.key] if isinstance(self.key, str) else list(self.key)
 
 
 class HitCase(_Strict):

@@ -47,7 +47,7 @@ def _why_no_match(rule: ExtractRule, line: str) -> str:
     if not matched:
         return "the regex does not match the line"
     return (
-        f"the map dropped it: its '{rule.map.key}' value is not in map.table and there is "
+        f"the map dropped it: its '{' / '.join(rule.map.keys)}' value is not in map.table and there is "
         "no map.default" if rule.map else "the line matched but gave no event"
     )
 
