@@ -52,8 +52,6 @@ SourceOpt = Annotated[
 ]
 TIMEZONE_HELP = "IANA zone of stamps without one (RFC 3164, glog, dmesg -T), e.g. America/Chicago."
 TimezoneOpt = Annotated[str, typer.Option("--timezone", help=TIMEZONE_HELP)]
-ZONELESS_SOURCES = ("syslog", "app", "kmsg")
-"""Formats whose stamps may carry no zone (RFC 3164, most application logs, ``dmesg -T``)."""
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
@@ -288,8 +286,7 @@ def ingest_files(
                             timezone=timezone or "UTC")
     counts.add_files(report)
     _print_ingest(counts)
-    landed = report.table.filter(pl.col("landed") > 0)
-    if timezone is None and landed["source"].is_in(ZONELESS_SOURCES).any():
+    if timezone is None and report.zoneless:
         # A site's nodes often log local time: a wrong zone moves every line hours off its job.
         err.print("stamps without a zone were read as UTC; land the files again with --timezone "
                   "if their hosts log another zone")

@@ -249,6 +249,36 @@ def test_landing_zoneless_stamps_without_a_timezone_says_they_were_read_as_utc(t
     assert note in " ".join(CliRunner().invoke(app, land).output.split())
     given = CliRunner().invoke(app, [*land, "--timezone", "America/Chicago"])
     assert given.exit_code == 0 and note not in " ".join(given.output.split())
+    # Every stamp carries its offset (rsyslog's RFC 3339 format): nothing was read as UTC.
+    zoned = tmp_path / "syslog.log"
+    zoned.write_text("2026-02-10T08:01:48.551000-06:00 gpu-a kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has "
+                     "fallen off the bus.\n")
+    report = land_log_files(Lake(tmp_path / "lake"), [log, zoned], cluster=CLUSTER, node="gpu-a")
+    assert [(f.source, f.zoneless) for f in report.files] == [("kmsg", 1), ("syslog", 0)]
+    quiet = CliRunner().invoke(app, ["ingest", "files", str(zoned), "--lake", str(tmp_path / "cli"), "--cluster", CLUSTER])
+    assert quiet.exit_code == 0 and note not in " ".join(quiet.output.split())
+
+
+@pytest.mark.parametrize(("source", "lines", "zoneless"), [
+    ("syslog", [SYSLOG_LINE[0]], 1),
+    ("syslog", ["2025-01-21T04:41:44.283390+00:00 gpu-1 kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link INIT"], 0),
+    ("kmsg", [DMESG_T[0]], 1),
+    ("kmsg", ["kern  :warn  : 2025-01-21T04:41:44,283390+00:00 NVRM: Xid (PCI:0000:38:00): 13, pid='<unknown>', "
+              "name=<unknown>, Graphics Exception: ESR 0x546fb0=0x11f000e 0x546fb4=0x24 0x546fa8=0xf81eb60"], 0),
+    ("kmsg", ["[   84.300451] NVRM: GPU6 _threadNodeCheckTimeout: Timeout was set to: 4000 msecs!"], 0),
+    ("app", ["[E1130 15:32:38.123456 12345 ProcessGroupNCCL.cpp:1316] boom", "no stamp here"], 1),
+    ("app", ["[2026-11-30 15:32:38,123] INFO step 1", "2026-11-30T15:32:39.5Z step 2"], 1),
+    ("app", ["2026-11-30T15:32:39.5Z step 2", "2026-11-30T15:32:40+01:00 step 3"], 0),
+])
+def test_the_report_counts_the_lines_whose_stamp_carried_no_zone(tmp_path, source, lines, zoneless):
+    """Only stamps without a zone (RFC 3164, ``dmesg -T``, glog, offset-less ISO) are read
+    in the landing's zone; an offset, a monotonic stamp placed by the boot time, or no
+    stamp at all is not."""
+    log = tmp_path / "log.txt"
+    log.write_text("".join(f"{line}\n" for line in lines))
+    report = land_log_files(Lake(tmp_path / "lake"), [log], cluster=CLUSTER, source=source, node="gpu-1", year=2026,
+                            boot_time=datetime(2026, 2, 1, tzinfo=timezone.utc))
+    assert (report.files[0].landed, report.zoneless) == (len(lines), zoneless)
 
 
 def test_node_pattern_names_each_files_node_from_its_path(tmp_path):

@@ -44,7 +44,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.files.common import PLACEMENT_COLUMNS, ParseContext, local_stamps, parse_iso, peel, stamps_without_year
+from ingest.files.common import (
+    PLACEMENT_COLUMNS, ZONELESS, ParseContext, iso_zoned, local_stamps, parse_iso, peel, stamps_without_year,
+)
 
 LABEL = r" *(?P<label>[0-9]+): "
 MPI_TAG = r"\[[0-9]+,(?P<mpirank>[0-9]+)\]<(?:stdout|stderr|stddiag)>: ?"
@@ -97,9 +99,9 @@ only match one way, and a torchrun prefix cannot start with a space or a digit).
 
 
 def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataFrame:
-    """Add ``rank``, ``local_rank``, ``slot``, ``node``, ``program``, ``message``, ``ts`` and
-    ``reason`` columns by peeling the prefixes (see the module docstring) off column
-    ``text``."""
+    """Add ``rank``, ``local_rank``, ``slot``, ``node``, ``program``, ``message``, ``ts``,
+    ``zoneless`` and ``reason`` columns by peeling the prefixes (see the module docstring)
+    off column ``text``."""
     frame = peel(frame, text, PREFIXES, "_message")
     # glog, detectron2 and vLLM stamps carry no year: one year-less reading for all three.
     frame = frame.with_columns(
@@ -157,6 +159,10 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         program.alias("program"),
         message.alias("message"),
         reason.cast(pl.String).alias("reason"),
+        # Only an ISO-8601 stamp with its offset carries a zone (glog, detectron2, vLLM,
+        # the fabric manager's and the banners' stamps never do).
+        (ts.is_not_null() & ~(pl.col("_yearless_ts").is_null() & iso_zoned(pl.col("iso")).fill_null(False)))
+        .alias(ZONELESS),
     )
 
 
@@ -174,4 +180,5 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         "message",
         "reason",
         *PLACEMENT_COLUMNS,
+        ZONELESS,
     )

@@ -21,7 +21,13 @@ and may add the :data:`PLACEMENT_COLUMNS` (null where absent):
 
 * ``local_rank`` — Int32, a rank a launcher prefix names among its node's workers only;
 * ``slot`` — Int32, the Slurm task id an ``srun --label`` prefix names, which says the
-  node the line ran on.
+  node the line ran on;
+
+and :data:`ZONELESS` (false where absent):
+
+* ``zoneless`` — Boolean, true where ``ts`` comes from a stamp that carried no zone and was
+  read in ``ctx.timezone`` (RFC 3164, glog, ``dmesg -T``, ISO-8601 without an offset): only
+  those lines move when a landing names another zone.
 
 Parsers never fill missing stamps: :func:`fill_stamps` does that once for every format.
 
@@ -50,6 +56,10 @@ PARSED_COLUMNS = ("file", "seq", "ts", "ts_kind", "node", "rank", "program", "me
 PLACEMENT_COLUMNS = ("local_rank", "slot")
 """Where a line ran, when its launcher prefix tells only part of it: tying the line to its
 attempt (:func:`ingest.files.land.tie_to_attempts`) turns them into ``rank`` and ``node``."""
+ZONELESS = "zoneless"
+"""The parser column that says a line's stamp was read in the landing's time zone."""
+ZONE_SUFFIX = r"(?:Z|[+-][0-9]{2}:?[0-9]{2})$"
+"""The zone at the end of an ISO-8601 stamp (``Z``, ``+01:00``, ``-0500``)."""
 
 MONTHS = {
     "Jan": 1, "Feb": 2, "Mar": 3, "Apr": 4, "May": 5, "Jun": 6,
@@ -297,9 +307,13 @@ def parse_iso(text: pl.Expr, timezone: str = "UTC") -> pl.Expr:
     )
     # A stamp ending in a zone cannot parse without one: skipping those spares a failed parse
     # of every stamp of a zoned format (RFC 3339 syslog, kubectl).
-    zoned = norm.str.contains(r"(?:Z|[+-][0-9]{2}:?[0-9]{2})$")
-    naive = local_stamps(pl.when(~zoned).then(norm), "%Y-%m-%d %H:%M:%S%.f", timezone)
+    naive = local_stamps(pl.when(~iso_zoned(norm)).then(norm), "%Y-%m-%d %H:%M:%S%.f", timezone)
     return pl.coalesce(with_zone.dt.convert_time_zone("UTC"), naive)
+
+
+def iso_zoned(text: pl.Expr) -> pl.Expr:
+    """True for ISO-8601 stamps that end in a zone (:data:`ZONE_SUFFIX`), null for null."""
+    return text.str.contains(ZONE_SUFFIX)
 
 
 def fill_stamps(parsed: pl.DataFrame, ingest_time: datetime) -> pl.DataFrame:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import polars as pl
 
 from ingest.files.common import (
-    TS_DTYPE, ParseContext, bsd_stamp_parts, local_stamps, parse_iso, peel, stamps_without_year,
+    TS_DTYPE, ZONELESS, ParseContext, bsd_stamp_parts, iso_zoned, local_stamps, parse_iso, peel, stamps_without_year,
 )
 
 KMSG = (
@@ -108,5 +108,9 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(pl.col("smsg_prefix").is_not_null()).then(pl.col("smsg"))
         .otherwise(line.str.strip_chars()).alias("message"),
         reason.cast(pl.String).alias("reason"),
+        # Monotonic stamps are placed by the boot time, and `--time-format iso` carries its
+        # offset; `dmesg -T` and a syslog-style header carry no zone.
+        (ts.is_not_null() & ~has_mono & ~(pl.col("ctime").is_null() & iso_zoned(pl.col("iso")).fill_null(False)))
+        .alias(ZONELESS),
     )
 

@@ -49,9 +49,10 @@ ATTEMPT_FIELDS = ["attempt_id", "start_ts", "end_ts", "nodes", "ranks_per_node",
 
 @dataclass(frozen=True)
 class FileReport:
-    """What happened to one file: lines read, observations landed, lines rejected, and
+    """What happened to one file: lines read, observations landed, lines rejected,
     ``unplaced``: landed lines with neither a node nor an attempt, which no verdict can see
-    (a ``dmesg`` capture landed without ``--node``)."""
+    (a ``dmesg`` capture landed without ``--node``), and ``zoneless``: landed lines whose
+    stamp carried no zone, read in the landing's time zone."""
 
     path: str
     source: str
@@ -60,11 +61,12 @@ class FileReport:
     landed: int
     rejected: int
     unplaced: int = 0
+    zoneless: int = 0
 
 
 REPORT_SCHEMA = {
     "path": pl.String, "source": pl.String, "attempt_ids": pl.List(pl.String), "read": pl.Int64,
-    "landed": pl.Int64, "rejected": pl.Int64, "unplaced": pl.Int64,
+    "landed": pl.Int64, "rejected": pl.Int64, "unplaced": pl.Int64, "zoneless": pl.Int64,
 }
 """The columns of :attr:`FilesReport.table`, those of :class:`FileReport`."""
 
@@ -105,11 +107,16 @@ class FilesReport:
         """Lines sent to ``rejects`` over all files."""
         return int(self.table["rejected"].sum())
 
+    @property
+    def zoneless(self) -> int:
+        """Landed lines whose stamp carried no zone, over all files."""
+        return int(self.table["zoneless"].sum())
+
 
 def _file_reports(table: pl.DataFrame) -> list[FileReport]:
     return [
-        FileReport(path, source, tuple(ids or ()), read, landed, rejected, unplaced)
-        for path, source, ids, read, landed, rejected, unplaced in table.select(list(REPORT_SCHEMA)).iter_rows()
+        FileReport(path, source, tuple(ids or ()), read, landed, rejected, unplaced, zoneless)
+        for path, source, ids, read, landed, rejected, unplaced, zoneless in table.select(list(REPORT_SCHEMA)).iter_rows()
     ]
 
 
@@ -512,7 +519,7 @@ def land_batch(lake: Lake, parsed: ParsedBatch, obs: pl.DataFrame, cluster: str)
         files.join(landed, on="file", how="left").join(rejected, on="file", how="left").sort("file")
         .select(pl.col("input_id").alias("path"), "source", pl.col("attempt_ids").fill_null([]),
                 pl.col("lines").alias("read"), pl.col("landed").fill_null(0), pl.col("rejected").fill_null(0),
-                pl.col("unplaced").fill_null(0))
+                pl.col("unplaced").fill_null(0), "zoneless")
         .cast(REPORT_SCHEMA)
     )
 

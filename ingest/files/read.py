@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from ingest.files.common import (
-    PARSED_COLUMNS, PLACEMENT_COLUMNS, TS_DTYPE, FileBatch, FilesError, ParseContext, check_timezone, fill_stamps, lines_of,
+    PARSED_COLUMNS, PLACEMENT_COLUMNS, TS_DTYPE, ZONELESS, FileBatch, FilesError, ParseContext, check_timezone, fill_stamps, lines_of,
     read_bytes,
 )
 from ingest.files.detect import PARSERS, check_source, detect_sources
@@ -41,7 +41,8 @@ class ParsedBatch:
     """A batch of files, parsed.
 
     ``files`` has one row per file: ``file``, ``input_id``, ``mtime``, ``bytes``,
-    ``blank``, ``source`` (given or detected) and ``lines`` (non-blank lines read).
+    ``blank``, ``source`` (given or detected), ``lines`` (non-blank lines read) and
+    ``zoneless`` (accepted lines whose stamp carried no zone, read in the landing's).
     ``observations`` has the ``OBSERVATIONS`` columns plus ``file``, ``source``, the
     :data:`PLACEMENT_COLUMNS` and ``_backfilled`` (a line before its file's first stamp,
     :func:`ingest.files.common.fill_stamps`), for tying (see
@@ -90,13 +91,16 @@ def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) 
     else:
         frame = pl.DataFrame(schema={
             **dict.fromkeys(PARSED_COLUMNS, pl.String), "file": pl.UInt32, "seq": pl.Int64, "ts": TS_DTYPE,
-            "rank": pl.Int32, **dict.fromkeys(PLACEMENT_COLUMNS, pl.Int32), "line": pl.String, "source": pl.String,
-            "input_id": pl.String,
+            "rank": pl.Int32, **dict.fromkeys(PLACEMENT_COLUMNS, pl.Int32), ZONELESS: pl.Boolean, "line": pl.String,
+            "source": pl.String, "input_id": pl.String,
         })
     if ctx.node_pattern is not None:
         frame = frame.with_columns(pl.coalesce("node", pl.col("input_id").str.extract(ctx.node_pattern, 1)).alias("node"))
     origin = pl.concat_str([pl.col("input_id"), pl.lit(":"), pl.col("seq").cast(pl.String)]).alias("origin")
     accepted = fill_stamps(frame.filter(pl.col("reason").is_null()), ctx.ingest_time)
+    zoneless = accepted.group_by("file").agg(pl.col(ZONELESS).sum().cast(pl.Int64))
+    files = files.join(zoneless, on="file", how="left", maintain_order="left").with_columns(
+        pl.col(ZONELESS).fill_null(0))
     observations = accepted.with_columns(pl.lit(None, dtype=pl.String).alias("attempt_id"), origin).select(
         *OBSERVATIONS.names, "file", "source", *PLACEMENT_COLUMNS, "_backfilled"
     )
@@ -114,9 +118,11 @@ def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) 
 
 def _contract(parsed: pl.DataFrame) -> pl.DataFrame:
     """A parser's output in the contract's columns: :data:`PARSED_COLUMNS`, then the
-    :data:`PLACEMENT_COLUMNS` (null where the parser gives none)."""
+    :data:`PLACEMENT_COLUMNS` (null where the parser gives none) and :data:`ZONELESS` (false
+    where it gives none)."""
     placement = [pl.col(c) if c in parsed.columns else pl.lit(None, dtype=pl.Int32).alias(c) for c in PLACEMENT_COLUMNS]
-    return parsed.select(*PARSED_COLUMNS, *placement)
+    zoneless = pl.col(ZONELESS) if ZONELESS in parsed.columns else pl.lit(False).alias(ZONELESS)
+    return parsed.select(*PARSED_COLUMNS, *placement, zoneless)
 
 
 def read_log_file(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.files.common import ParseContext, bsd_stamp_parts, parse_iso, peel, short_host, stamps_without_year
+from ingest.files.common import ZONELESS, ParseContext, bsd_stamp_parts, parse_iso, peel, short_host, stamps_without_year
 
 PRI = r"(?:<[0-9]{1,3}>)?"
 RFC3164 = (
@@ -100,4 +100,6 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(marker).then(pl.lit("journalctl")).otherwise(program).alias("program"),
         message.alias("message"),
         reason.cast(pl.String).alias("reason"),
+        # An RFC 3164 stamp has no zone; the ISO header always carries one.
+        pl.col("_bsd_ts").is_not_null().alias(ZONELESS),
     )
