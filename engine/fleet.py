@@ -12,6 +12,11 @@ lake, vectorized across attempts:
 * **Systemic events** — the same root cause on many nodes at once (a storage outage, a
   switch failure) is noted in the evidence of every verdict it explains, so nobody drains
   twenty healthy nodes for one bad filer.
+* **Silent suspects** — a verdict that names no culprit but whose other ranks all waited
+  for one node (``straggler_rank``: a hung GPU prints nothing) gets a ``fleet`` note when
+  that node was blamed for an infrastructure failure of another job within
+  ``repeat_window``: the first place to look. The verdict itself stays as the logs of the
+  attempt make it.
 
 A run applies them in two steps: :func:`fleet_notes` over a slim view of every verdict,
 then :func:`apply_fleet_notes` to each chunk of full verdicts as it is written.
@@ -74,16 +79,10 @@ def mark_repeat_offenders(
     repeat offender becomes definitive.
     """
     window = timedelta(seconds=config.seconds("repeat_window"))
-    # A heterogeneous job's components are one job.
-    columns = ["attempt_id", het_leader(pl.col("job_id")), "cluster", "domain", "culprit_nodes", "first_fault_ts"]
-    current = verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE)).select(columns)
-    past = history.filter(
-        pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("attempt_id").is_in(verdicts["attempt_id"].implode())
-    ).select(columns)
-    blames = pl.concat([current, past]).explode("culprit_nodes").rename({"culprit_nodes": "node"}).drop_nulls("node")
+    blames = _blames(verdicts, history)
+    current = blames.filter(pl.col("attempt_id").is_in(verdicts["attempt_id"].implode()))
     pairs = (
-        current.explode("culprit_nodes").rename({"culprit_nodes": "node"}).drop_nulls("node")
-        .join(blames, on=["cluster", "node"], suffix="_other")
+        current.join(blames, on=["cluster", "node"], suffix="_other")
         .filter(
             (pl.col("job_id_other") != pl.col("job_id"))
             & ((pl.col("first_fault_ts_other") - pl.col("first_fault_ts")).abs() <= window)
@@ -107,6 +106,67 @@ def mark_repeat_offenders(
         pl.when((pl.col("quality") == "probable") & complete)
         .then(pl.lit("definitive")).otherwise(pl.col("quality")).alias("quality"),
     ])
+
+
+def _blames(verdicts: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
+    """One row per culprit node of every infrastructure verdict, this run's and ``history``'s
+    (rows of this run's attempts in it ignored): ``attempt_id``, ``job_id`` (a heterogeneous
+    job's components are one job), ``cluster``, ``node``, ``cause``, ``first_fault_ts``."""
+    columns = ["attempt_id", het_leader(pl.col("job_id")), "cluster", "cause", "culprit_nodes", "first_fault_ts"]
+    current = verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE)).select(columns)
+    past = history.filter(
+        pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("attempt_id").is_in(verdicts["attempt_id"].implode())
+    ).select(columns)
+    return pl.concat([current, past]).explode("culprit_nodes").rename({"culprit_nodes": "node"}).drop_nulls("node")
+
+
+SILENT_RULE = "straggler_rank"
+"""The rule whose evidence names the node an attempt's other ranks waited for (``rules/straggler.py``)."""
+
+
+def slim_view(verdicts: pl.DataFrame) -> pl.DataFrame:
+    """The columns of ``verdicts`` the fleet views read: :data:`FLEET_COLUMNS` and
+    ``silent_nodes``, the nodes the evidence says the attempt's other ranks waited for."""
+    silent = pl.element().struct.field("node").filter(pl.element().struct.field("rule_id") == SILENT_RULE)
+    return verdicts.select(
+        *FLEET_COLUMNS, pl.col("evidence").list.eval(silent.drop_nulls()).list.unique().list.sort().alias("silent_nodes"),
+    )
+
+
+def mark_silent_suspects(verdicts: pl.DataFrame, history: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
+    """Note, on each verdict that names no culprit node, the nodes its other ranks waited
+    for (``silent_nodes``) that were blamed for infrastructure failures of other jobs within
+    ``repeat_window`` before it ended (``history`` as for :func:`mark_repeat_offenders`)."""
+    window = timedelta(seconds=config.seconds("repeat_window"))
+    silent = (
+        verdicts.filter(pl.col("culprit_nodes").list.len() == 0)
+        .select("attempt_id", het_leader(pl.col("job_id")), "cluster", "end_ts", pl.col("silent_nodes").alias("node"))
+        .explode("node").drop_nulls("node")
+    )
+    if silent.is_empty():
+        return verdicts
+    pairs = (
+        silent.join(_blames(verdicts, history), on=["cluster", "node"], suffix="_other")
+        .filter(
+            (pl.col("job_id_other") != pl.col("job_id"))
+            & pl.col("first_fault_ts").is_between(pl.col("end_ts") - window, pl.col("end_ts"))
+        )
+        .sort("attempt_id", "node", "first_fault_ts", "cause")
+        .group_by("attempt_id", "node", maintain_order=True)
+        .agg(pl.col("job_id_other").n_unique().alias("others"), pl.col("first_fault_ts", "cause").last())
+    )
+    if pairs.is_empty():
+        return verdicts
+    message = pl.concat_str([
+        pl.col("node"), pl.lit(", the node the other ranks waited for, was blamed for infrastructure failures of "),
+        pl.col("others").cast(pl.String), pl.lit(f" other job(s) within {config.repeat_window} before (latest: "),
+        pl.col("cause"), pl.lit("): a GPU or host that fails again may print nothing; check it first"),
+    ])
+    notes = pairs.group_by("attempt_id", maintain_order=True).agg(
+        _fleet_evidence(pl.col("first_fault_ts"), pl.col("node"), "fleet.silent_suspect", "silent_suspect",
+                        message).alias("_notes")
+    )
+    return _update_noted(verdicts, notes, [pl.concat_list("evidence", "_notes").alias("evidence")])
 
 
 def _update_noted(verdicts: pl.DataFrame, notes: pl.DataFrame, updates: list[pl.Expr]) -> pl.DataFrame:
@@ -167,8 +227,8 @@ FLEET_COLUMNS = [
 ]
 """Verdict columns the fleet views read (everything but the bulky evidence trail)."""
 
-HISTORY_COLUMNS = ["attempt_id", "job_id", "cluster", "domain", "culprit_nodes", "first_fault_ts"]
-"""Columns of earlier verdicts the repeat-offender view reads."""
+HISTORY_COLUMNS = ["attempt_id", "job_id", "cluster", "domain", "cause", "culprit_nodes", "first_fault_ts"]
+"""Columns of earlier verdicts the repeat-offender and silent-suspect views read."""
 
 
 def fleet_notes(
@@ -178,14 +238,17 @@ def fleet_notes(
     ``_ports`` (new ``culprit_ports``), ``_quality`` (new ``quality``) and ``_fleet`` (evidence
     entries to append).
 
-    ``verdicts`` needs only :data:`FLEET_COLUMNS`: a run over a million attempts keeps this
-    slim view of every verdict in memory, not their evidence trails, and applies the notes
-    (:func:`apply_fleet_notes`) when it writes each chunk.
+    ``verdicts`` needs only the columns of :func:`slim_view` (full verdicts are reduced to
+    them): a run over a million attempts keeps this slim view of every verdict in memory,
+    not their evidence trails, and applies the notes (:func:`apply_fleet_notes`) when it
+    writes each chunk.
     """
-    slim = verdicts.select(FLEET_COLUMNS).with_columns(
+    slim = (verdicts if "silent_nodes" in verdicts.columns else slim_view(verdicts)).with_columns(
         pl.lit([], dtype=pl.List(EVIDENCE_DTYPE)).alias("evidence")
     )
-    out = mark_systemic(mark_repeat_offenders(add_switch_ports(slim, topology), history, config), config)
+    out = add_switch_ports(slim, topology)
+    out = mark_silent_suspects(mark_repeat_offenders(out, history, config), history, config)
+    out = mark_systemic(out, config)
     before = slim.select("attempt_id", pl.col("culprit_ports").alias("_ports0"), pl.col("quality").alias("_quality0"))
     return (
         out.join(before, on="attempt_id", how="left")

@@ -32,7 +32,7 @@ from engine.config import EngineConfig
 from engine.correlate import attach_events, in_windows, node_day_windows, split_launch_lines
 from engine.decide import decide, state_table
 from engine.extract import lake_events, landing_derivation
-from engine.fleet import FLEET_COLUMNS, HISTORY_COLUMNS, apply_fleet_notes, fleet_notes
+from engine.fleet import HISTORY_COLUMNS, apply_fleet_notes, fleet_notes, slim_view
 from engine.metrics import metric_events
 from engine.relabel import (
     apply_precedence, apply_suppress, demote_outlived_roots, demote_recovered_outages,
@@ -790,7 +790,7 @@ def run_attribution(
             """Keep chunk ``k``'s verdicts for the results (staged in the scratch folder when
             there are several chunks): the seconds it took."""
             tick = time.perf_counter()
-            slim.append(verdicts.select(FLEET_COLUMNS))
+            slim.append(slim_view(verdicts))
             if len(scoped) == 1:  # one chunk: nothing to bound, keep its verdicts
                 staged.append(verdicts)
             else:

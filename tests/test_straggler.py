@@ -11,6 +11,7 @@ import pytest
 from tests.end_to_end import XID_79, syslog, verdicts_by_job, watchdog_timeout
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+599|599|eval|bob|FAILED|1:0|2026-11-20T07:00:00|2026-11-20T08:00:00|n8|gres/gpu=2,node=1
 600|600|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[1-2]|gres/gpu=4,node=2
 601|601|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[3-4]|gres/gpu=4,node=2
 602|602|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[5-6]|gres/gpu=4,node=2
@@ -44,6 +45,8 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-604.out").write_text("".join(
         watchdog_timeout(r, "10:40:00").replace("600099", str(600100 + r)) + "\n" for r in range(64) if r != 37))
     (logs / "n6.log").write_text(syslog("n6", ("10:29:00", f"kernel: {XID_79}")))
+    # 599, that morning: n8, where 603's silent rank ran, lost a GPU under another job.
+    (logs / "n8.log").write_text(syslog("n8", ("07:50:00", f"kernel: {XID_79}")))
     # Unstamped: the timeouts inherit the job's first stamp, five seconds after its start.
     (logs / "slurm-605.out").write_text("0: [2026-11-20 10:00:05,000] step 1\n"
                                         + "".join(OLD_TIMEOUT.format(r=r) + "\n" for r in (1, 2, 3)))
@@ -77,6 +80,20 @@ def test_another_silent_rank_is_named_but_not_blamed(verdicts):
     assert (v["cause"], v["quality"], v["culprit_nodes"]) == ("unknown.symptoms_only", "insufficient", [])
     named = [e for e in v["evidence"] if e["rule_id"] == "straggler_rank"]
     assert [(e["node"], e["rank"], e["role"]) for e in named] == [("n8", 2, "context")]
+
+
+def test_a_silent_node_blamed_before_by_another_job_is_noted_as_the_suspect(verdicts):
+    """The fleet view: the node 603's other ranks waited for lost a GPU under job 599 that
+    morning. The verdict stays what 603's own logs make it; the note says where to look."""
+    assert (verdicts["599"]["domain"], verdicts["599"]["culprit_nodes"]) == ("gpu", ["n8"])
+    v = verdicts["603"]
+    assert (v["cause"], v["quality"], v["culprit_nodes"]) == ("unknown.symptoms_only", "insufficient", [])
+    notes = [e for e in v["evidence"] if e["rule_id"] == "fleet.silent_suspect"]
+    assert [(e["node"], e["source"]) for e in notes] == [("n8", "fleet")]
+    assert "infrastructure failures of 1 other job(s)" in notes[0]["message"]
+    assert "gpu.fallen_off_bus" in notes[0]["message"]
+    # n13, 604's silent node, was never blamed: no note.
+    assert not any(e["rule_id"] == "fleet.silent_suspect" for e in verdicts["604"]["evidence"])
 
 
 def test_two_silent_ranks_name_no_straggler(verdicts):
