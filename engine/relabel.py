@@ -15,6 +15,7 @@ from datetime import timedelta
 
 import polars as pl
 
+from engine.config import NODE_LOG_SOURCES
 from engine.decide import INFRASTRUCTURE
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 from engine.rules.python_rules import with_role
@@ -254,7 +255,9 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     noticed only later).
 
     "Started failing" is the first cascade of the attempt (:func:`failing_since`: printed
-    once it had started), or its end when it has none. A
+    once it had started), or its end when it has none; the outage's node's own log lines
+    while it lasted (the Lustre client's RPC timeouts before its target came back) are the
+    outage, not the attempt failing, and do not count. A
     cascade that reports a timeout (``timeout_ms`` in its params: the NCCL watchdog's
     ``Timeout(ms)``) started failing that long before it was printed: a collective that hung
     while the port flapped is noticed only when the timeout runs out. The recovery must be
@@ -270,10 +273,24 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
         return events
     events = _with_rows(events)
     downs = events.filter(is_down).with_columns(_outage(down=True))
-    # Only attempts with an outage need to know when they started failing.
-    failing = failing_since(events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi"), skew=skew)
     ups = events.filter(_outage(down=False).is_not_null()).select(
         "attempt_id", "node", pl.col("port").alias("_up_port"), _outage(down=False), pl.col("ts").alias("_up")
+    )
+    # The node's own reports while its outage lasted (a Lustre client's RPC timeouts while
+    # its target was gone) are the outage, not the attempt failing.
+    spans = downs.select("attempt_id", "node", "_outage", pl.col("ts").alias("_down")).join(
+        ups.select("attempt_id", "node", "_outage", "_up"), on=["attempt_id", "node", "_outage"], nulls_equal=True)
+    echoes = (
+        events.filter((pl.col("role") == "cascade") & pl.col("source").is_in(NODE_LOG_SOURCES))
+        .select("_row", "attempt_id", "node", "ts")
+        .join(spans, on=["attempt_id", "node"])
+        .filter(pl.col("ts").is_between(pl.col("_down"), pl.col("_up")))["_row"]
+    )
+    # Only attempts with an outage need to know when they started failing.
+    failing = failing_since(
+        events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi")
+        .filter(~pl.col("_row").is_in(echoes.implode())),
+        skew=skew,
     )
     # A confirmed outage keeps every outage of its node in the attempt: the kernel reports
     # one flap at the netdev and at the HCA port, and the errors link to one of them. An
@@ -318,6 +335,11 @@ its server after the major timeout (about 180 s with the default ``timeo`` and
 ``retrans``), while the rank writing the checkpoint has been stuck all along."""
 
 
+CANCEL_CAUSE = "scheduler.cancelled"
+"""The cause of slurmstepd's ``*** JOB … CANCELLED AT … ***`` banner of a cancellation
+(:func:`demote_roots_after_the_hang`)."""
+
+
 def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     """An infrastructure root candidate stamped more than :data:`HANG_MARGIN` after the
     collective that timed out began (the latest moment a watchdog cascade can have been
@@ -327,7 +349,9 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     then named by the python rules (``straggler.py``). A workload root printed late stays:
     it may report the stall itself (``DataLoader timed out after 300 seconds``). A report of
     how long the fault had lasted when it was printed (a CPU "stuck for 74s") dates it by
-    its onset (:func:`_onset`).
+    its onset (:func:`_onset`). So is a cancellation (:data:`CANCEL_CAUSE`: ``scancel``'s
+    banner) stamped that late: someone stopped a job that was already stuck, and the
+    scheduler's record of it stays the fallback when nothing else explains the hang.
 
     A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
     another node's, or none) stays: that rank is the one the others waited for, and its
@@ -352,9 +376,9 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
         .explode("_r").group_by("attempt_id", "node").agg(pl.col("_r").n_unique().alias("_reported"))
     )
     most = reporting.group_by("attempt_id").agg(pl.col("_reported").max().alias("_most"))
-    candidate = (
-        (pl.col("role") == "root_candidate") & pl.col("domain").is_in(INFRASTRUCTURE)
-        & ~pl.col("cause").is_in(NOTICED_LATE)
+    candidate = (pl.col("role") == "root_candidate") & (
+        (pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("cause").is_in(NOTICED_LATE))
+        | (pl.col("cause") == CANCEL_CAUSE)
     )
     waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most"))
     late = (

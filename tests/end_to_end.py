@@ -19,10 +19,20 @@ def verdicts_by_job(
     connectors: tuple[Connector, ...] = (), **land_options,
 ) -> dict[str, dict]:
     """Land ``sacct`` (the dump's text, UTC) and every file under ``logs`` into a lake
-    under ``root`` (cluster ``c1``), attribute ``day``, and return the verdicts by job id.
-    ``land_options`` go to :func:`ingest.files.land_log_files` (``year=``…); each of
-    ``more`` is a further path landed with its own options (a controller's log with
-    ``node=``); ``connectors`` run too (a topology file's)."""
+    under ``root`` (cluster ``c1``), attribute ``day``, and return the verdicts by job id
+    (a requeued job's last attempt). ``land_options`` go to
+    :func:`ingest.files.land_log_files` (``year=``…); each of ``more`` is a further path
+    landed with its own options (a controller's log with ``node=``); ``connectors`` run too
+    (a topology file's)."""
+    rows = verdicts_by_attempt(root, sacct, logs, day, more, connectors, **land_options).values()
+    return {row["job_id"]: row for row in rows}
+
+
+def verdicts_by_attempt(
+    root: Path, sacct: str, logs: Path, day: date, more: tuple[tuple[Path, dict], ...] = (),
+    connectors: tuple[Connector, ...] = (), **land_options,
+) -> dict[str, dict]:
+    """:func:`verdicts_by_job`, by attempt id (every attempt of a requeued job)."""
     (root / "sacct.txt").write_text(sacct)
     lake = landing_lake(root / "lake")
     for connector in (SlurmConnector(SlurmOptions(sacct_file=[root / "sacct.txt"], timezone="UTC"), "c1"), *connectors):
@@ -31,7 +41,7 @@ def verdicts_by_job(
     land_log_files(lake, [logs], cluster="c1", **land_options)
     for path, options in more:
         land_log_files(lake, [path], cluster="c1", **options)
-    return {row["job_id"]: row for row in run_attribution(lake, day, day).verdicts.to_dicts()}
+    return {row["attempt_id"]: row for row in run_attribution(lake, day, day).verdicts.to_dicts()}
 
 
 def role_of(verdict: dict, rule_id: str) -> str:

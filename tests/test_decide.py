@@ -194,11 +194,11 @@ def test_link_that_came_back_before_the_failure_is_not_the_root():
         {"event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context", "ts": at(10.1),
          "port": "mlx5_0:1"},
         {"event": "nccl_timeout", "role": "cascade", "domain": "network", "cause": "network.collective_timeout",
-         "attempt_id": "a", "ts": at(30)},
+         "attempt_id": "a", "ts": at(30), "source": "app"},
         {"node": "n2", "event": "link_down", "domain": "network", "cause": "network.link_down", "ts": at(10),
          "port": "mlx5_0:1"},
         {"node": "n2", "event": "nccl_timeout", "role": "cascade", "domain": "network",
-         "cause": "network.collective_timeout", "attempt_id": "b", "ts": at(11)},
+         "cause": "network.collective_timeout", "attempt_id": "b", "ts": at(11), "source": "app"},
         {"node": "n2", "event": "link_up", "domain": "network", "cause": "network.link_up", "role": "context",
          "ts": at(12), "port": "mlx5_0:1"},
     )

@@ -25,7 +25,22 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 830|830|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T12:00:00|k[1-2]|gres/gpu=16,node=2
 831|831|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:40:00|k[3-5]|gres/gpu=24,node=3
 832|832|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|k[6-7]|gres/gpu=16,node=2
+833|833|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[8-9]|gres/gpu=16,node=2
 """
+# A Lustre client that lost its metadata target and got it back 40 s later
+# (aws/aws-parallelcluster#2701: the loss and the RPC timeouts it printed meanwhile; the
+# restore in the client's "Connection restored to <target> (at <nid>)" words).
+LUSTRE_LOST = ("kernel: [268274.472582] Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection to no2zxbmv-MDT0000 "
+               "(at 10.0.47.232@tcp) was lost; in progress operations using this service will wait for recovery to "
+               "complete")
+LUSTRE_RPC_TIMEOUT = ("kernel: [268280.616562] Lustre: 3315:0:(client.c:2116:ptlrpc_expire_one_request()) @@@ Request "
+                      "sent has timed out for slow reply: [sent 1619790610/real 1619790610]  req@0000000052a0ed37 "
+                      "x1698193162592192/t0(0) o38->no2zxbmv-MDT0000-mdc-000000001785e248@10.0.47.232@tcp:12/10 lens "
+                      "520/544 e 0 to 1")
+LUSTRE_RESTORED = ("kernel: [268314.100000] Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection restored to "
+                   "no2zxbmv-MDT0000 (at 10.0.47.232@tcp)")
+# https://github.com/QwenLM/Qwen-VL/issues/142
+SHAPE_ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +69,12 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-832.out").write_text(
         f"0: [2026-11-20 10:04:00,000] {ITERATION}\n" + "".join(watchdog_timeout(r, "10:15:00") + "\n" for r in range(8))
     )
+    # 833: k8's Lustre client lost its target at 10:05 and had it back 40 s later, its RPC
+    # timeouts printed meanwhile; the job ran on until its own error at 10:45.
+    (logs / "k8.log").write_text(syslog("k8", ("10:05:00", LUSTRE_LOST), ("10:05:06", LUSTRE_RPC_TIMEOUT),
+                                        ("10:05:40", LUSTRE_RESTORED), ("10:30:00", "kernel: ok")))
+    (logs / "k9.log").write_text(syslog("k9", ("10:30:00", "kernel: ok")))
+    (logs / "slurm-833.out").write_text(f"0: [2026-11-20 10:40:00,000] {ITERATION}\n1: [2026-11-20 10:45:00,000] {SHAPE_ERROR}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -72,3 +93,11 @@ def test_cascades_of_a_demoted_flap_corroborate_the_root_that_stands(verdicts):
     v = verdicts["832"]
     assert (v["cause"], v["culprit_nodes"], v["quality"]) == ("gpu.fallen_off_bus", ["k7"], "definitive")
     assert role_of(v, "fabric.mlx5_link_state") == "context"
+
+
+def test_a_lustre_outage_its_client_recovered_from_is_no_root_of_a_later_error(verdicts):
+    """The client's RPC timeouts while its target was gone are the outage's own lines: they
+    do not say the job started failing then."""
+    v = verdicts["833"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
+    assert role_of(v, "storage.lustre_connection_lost") == "context"

@@ -18,6 +18,13 @@ SXID_FATAL = "nvidia-nvswitch2: SXid (PCI:0000:05:00.0): 12028, Fatal, Link 32 e
 # the mlx5 health poller's (the pack's fabric.mlx5_health_fatal test lines).
 AER_ON_HCA = "mlx5_core 0000:c0:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), type=Transaction Layer, (Requester ID)"
 HCA_DEAD = "mlx5_core 0000:c0:00.0: poll_health:802:(pid 0): device's health compromised - reached miss count"
+# leptonai/gpud#1209: the port's link going down, here on the failed HCA.
+HCA_LINK_DOWN = "mlx5_core 0000:c0:00.0 mlx5_5: Port: 1 Link DOWN"
+# lllyasviel/Fooocus#1313: PyTorch's check of the node's driver.
+DRIVER_TOO_OLD = ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040). Please update your "
+                  "GPU driver by downloading and installing a new version from the URL: "
+                  "http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a "
+                  "PyTorch version that has been compiled with your version of the CUDA driver.")
 # pytorch/pytorch#49832
 LAUNCH_FAILURE = "RuntimeError: CUDA error: unspecified launch failure"
 
@@ -33,6 +40,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 708|708|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n11|gres/gpu=8,node=1
 709|709|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n12|gres/gpu=8,node=1
 710|710|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n13|gres/gpu=8,node=1
+711|711|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n14|gres/gpu=8,node=1
+712|712|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:00:10|n15|gres/gpu=8,node=1
 """
 # Megatron-LM's async checkpoint writer re-raises a worker's OSError as
 # f"Worker failure: {exc}" (dist_checkpointing/strategies/filesystem_async.py); the OSError
@@ -68,6 +77,22 @@ def test_a_nics_failure_outranks_the_pcie_error_on_it(tmp_path):
                     n2=(("10:20:00", f"kernel: {AER_ON_HCA}"), ("10:20:01", f"kernel: {HCA_DEAD}")))
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.nic_hardware_fault", ["n2"])
     assert v["quality"] != "ambiguous" and not v["alternatives"]
+
+
+def test_a_nics_failure_outranks_the_link_down_it_takes_its_port_to(tmp_path):
+    """The kernel prints the failed HCA's port going down before its health poller finds
+    the firmware dead: the port's link is the NIC's failure seen at the port, not a cable's."""
+    v = job_verdict(tmp_path, "711", "[2026-11-20 10:10:00,000] step 100\n",
+                    n14=(("10:20:00", f"kernel: {AER_ON_HCA}"), ("10:20:00", f"kernel: {HCA_LINK_DOWN}"),
+                         ("10:20:02", f"kernel: {HCA_DEAD}")))
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.nic_hardware_fault", ["n14"])
+    assert role_of(v, "fabric.mlx5_link_state") == "confirmation"
+
+
+def test_a_driver_too_old_for_the_jobs_cuda_is_the_nodes_not_the_jobs_exception(tmp_path):
+    v = job_verdict(tmp_path, "712", f"[2026-11-20 10:00:05,000] {DRIVER_TOO_OLD}\n", n15=(("09:59:00", "kernel: ok"),))
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.driver_mismatch", ["n15"])
+    assert role_of(v, "framework.python_exception") == "confirmation"
 
 
 def test_the_drivers_fallen_off_the_bus_report_outranks_an_unstamped_cuda_error(tmp_path):

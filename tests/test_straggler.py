@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import XID_79, syslog, verdicts_by_job, watchdog_timeout
+from tests.end_to_end import XID_79, role_of, syslog, verdicts_by_job, watchdog_timeout
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 599|599|eval|bob|FAILED|1:0|2026-11-20T07:00:00|2026-11-20T08:00:00|n8|gres/gpu=2,node=1
@@ -21,6 +21,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 606|606|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[19-20]|gres/gpu=4,node=2
 607|607|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[21-22]|gres/gpu=4,node=2
 608|608|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[23-24]|gres/gpu=4,node=2
+609|609|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:44:05|n[25-26]|gres/gpu=4,node=2
+610|610|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:44:05|n[27-28]|gres/gpu=4,node=2
 """
 # The NFS client's report of a server that stopped answering (kangear/tiny210v2-uboot#5),
 # printed once its major timeout ran out.
@@ -62,6 +64,14 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-608.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3)))
     for node in ("n23", "n24"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:33:00", NFS_DOWN)))
+    # 609: 606 again, but n26 stayed hung after the others timed out, until the user
+    # cancelled the job four minutes later. 610: the same cancellation with nothing else.
+    cancel = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T10:44:00 ***\n"
+    (logs / "slurm-609.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
+                                        + cancel.format(job=609, node="n25"))
+    (logs / "n26.log").write_text(syslog("n26", ("10:29:00", "kernel: ok"), ("10:31:10", SOFT_LOCKUP)))
+    (logs / "slurm-610.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
+                                        + cancel.format(job=610, node="n27"))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
@@ -123,6 +133,17 @@ def test_a_silent_node_whose_cpus_got_stuck_while_the_others_waited_is_the_root(
     assert v["quality"] == "probable"  # an inference from what is missing: never definitive
     named = [e for e in v["evidence"] if e["rule_id"] == "straggler_rank"]
     assert [(e["node"], e["rank"], e["role"]) for e in named] == [("n20", None, "context")]
+
+
+def test_a_cancellation_of_a_job_already_stuck_is_not_its_root(verdicts):
+    """The user cancelled the job after its collective had hung (the watchdog timed out
+    before the banner): the stalled node stays the root, and with nothing else the
+    scheduler's record is the fallback."""
+    v = verdicts["609"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.cpu_stall", ["n26"])
+    assert role_of(v, "scheduler.slurm_cancelled_by_user") == "context"
+    alone = verdicts["610"]
+    assert (alone["domain"], alone["cause"], alone["quality"]) == ("scheduler", "scheduler.cancelled", "insufficient")
 
 
 def test_cpu_stalls_after_the_first_timeout_stay_context(verdicts):
