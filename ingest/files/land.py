@@ -115,8 +115,8 @@ class FilesReport:
 
 def _file_reports(table: pl.DataFrame) -> list[FileReport]:
     return [
-        FileReport(path, source, tuple(ids or ()), read, landed, rejected, unplaced, zoneless)
-        for path, source, ids, read, landed, rejected, unplaced, zoneless in table.select(list(REPORT_SCHEMA)).iter_rows()
+        FileReport(path, source, tuple(ids or ()), *counts)
+        for path, source, ids, *counts in table.select(list(REPORT_SCHEMA)).iter_rows()
     ]
 
 

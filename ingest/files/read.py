@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from ingest.files.common import (
-    PARSED_COLUMNS, PLACEMENT_COLUMNS, TS_DTYPE, ZONELESS, FileBatch, FilesError, ParseContext, check_timezone, fill_stamps, lines_of,
-    read_bytes,
+    PARSED_COLUMNS, PLACEMENT_COLUMNS, TS_DTYPE, ZONELESS, FileBatch, FilesError, ParseContext, check_timezone,
+    fill_stamps, lines_of, read_bytes,
 )
 from ingest.files.detect import PARSERS, check_source, detect_sources
 from ingest.schema import OBSERVATIONS, REJECTS
