@@ -625,35 +625,43 @@ class _PastEvents:
 
     A node's line in the events table is no attempt's: a run attaches it to the attempts
     whose window it falls in only in memory, and passes those of one chunk on to the next
-    (``located``). Lines of the ``repeat_window`` before the run's first day are placed
-    here the same way, in every attempt of the lake's attempts table that ended then and
-    whose window ``[start - lookback, end + grace]`` holds them (on the node's own clock),
-    so that a rule counting jobs sees those of earlier runs too. Older lines, and lines in
-    no attempt's window, stay no attempt's.
+    (``located``). Lines of the ``repeat_window`` before the run's first end day are
+    placed here the same way, in every attempt of the lake's attempts table that ended then
+    and whose window ``[start - lookback, end + grace]`` holds them (on the node's own
+    clock), so that a rule counting jobs sees those of earlier runs too: also the lines of
+    the days the run reads only for its attempts' lookback, whose earlier attempts the run
+    does not attribute. Older lines, and lines in no attempt's window, stay no attempt's.
     """
 
     lake: Lake
     names: tuple[str, ...]
     first_day: date
-    """The first day the run reads: lines before it are the earlier runs'."""
+    """The first day the run reads."""
     config: EngineConfig
     frame: pl.DataFrame | None = None
+    since: date | None = None
+    """The run's first end day (default :attr:`first_day`): the attempts that ended before
+    it are earlier runs', and the lines in their windows are placed in them."""
+
+    @property
+    def _until(self) -> date:
+        return self.since or self.first_day
 
     def _read(self) -> pl.DataFrame:
         scan = self.lake.scan("events")
         return (scan.filter(pl.col("event").is_in(self.names)) if self.names else scan.clear()).collect()
 
     def _placed(self, rows: pl.DataFrame) -> pl.DataFrame:
-        """``rows`` with each node line of the ``repeat_window`` before :attr:`first_day`
-        copied into the earlier attempts whose window holds it."""
-        first = self.first_day - timedelta(seconds=self.config.seconds("repeat_window"))
-        earlier = (pl.col("day") >= first) & (pl.col("day") < self.first_day)
+        """``rows`` with each node line of the ``repeat_window`` before the run's first end
+        day (:attr:`since`) copied into the earlier attempts whose window holds it."""
+        first = self._until - timedelta(seconds=self.config.seconds("repeat_window"))
+        earlier = (pl.col("day") >= first) & (pl.col("day") < self._until)
         loose = pl.col("attempt_id").is_null() & pl.col("node").is_not_null() & earlier
         if not rows.select(loose.any()).item():
             return rows
         lines = rows.filter(loose).with_row_index("_row")
         attempts = (
-            self.lake.scan("attempts", days=days_between(first, self.first_day - timedelta(days=1)))
+            self.lake.scan("attempts", days=days_between(first, self._until - timedelta(days=1)))
             .filter(pl.col("end_ts").is_not_null())
             .select("cluster", "attempt_id", "start_ts", "end_ts", "nodes")
             .collect()
@@ -668,11 +676,14 @@ class _PastEvents:
 
     def rewritten(self, day: date, events: pl.DataFrame, clusters: set[str]) -> None:
         """Take in ``day`` as the run just rewrote it for ``clusters``, with ``events``
-        (events columns plus ``cluster``: what it wrote, so the day is not read back). A
-        day of the run: no line there is placed, the run attaches them itself."""
+        (events columns plus ``cluster``: what it wrote, so the day is not read back). On a
+        day of the run's attempts no line is placed, the run attaches them itself; on a day
+        it reads only for their lookback, lines go to the earlier attempts (:meth:`_placed`)."""
         if self.frame is None or not self.names:
             return
         mine = events.filter(pl.col("event").is_in(self.names)).with_columns(pl.lit(day).alias("day"))
+        if day < self._until:
+            mine = self._placed(mine)
         # Copied out of the day's frame: filtered string columns still hold all its text,
         # and the few rows kept of each day would keep every day's in memory (0.7 GB at 1M).
         mine = pl.from_arrow(mine.to_arrow(compat_level=pl.CompatLevel.oldest()))
@@ -762,7 +773,7 @@ def run_attribution(
     # one no chunk reads: the events table then matches the pack over the whole span.
     span = days_between(min(w[0] for w in count_windows), max(w[-1] for w in count_windows))
     day_events = _DayEvents(lake, pack, clusters, run_clusters, span, say)
-    past = _PastEvents(lake, pack.history_events(), span[0], config)
+    past = _PastEvents(lake, pack.history_events(), span[0], config, since=since)
     failing = failing_connectors(lake)
     topology = lake.scan("topology", clusters=clusters).collect()
     n_attempts = sum(p.height for p in scoped)
