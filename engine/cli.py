@@ -290,14 +290,20 @@ def ingest_files(
         # A site's nodes often log local time: a wrong zone moves every line hours off its job.
         err.print("stamps without a zone were read as UTC; land the files again with --timezone "
                   "if their hosts log another zone")
+    # An output whose job is not in the lake yet lands tied to nothing: landing the
+    # accounting first, not --node, is the fix.
+    untied = {file.path for file in report.untied_outputs()} if attempt is None else set()
     for file in report.flagged():
         if file.rejected and not file.landed:
             err.print(f"warning: {file.path}: every line was rejected as {file.source} (see the rejects table); "
                       "what an earlier landing of it gave is kept — check --source")
-        if file.unplaced:
+        if file.unplaced and file.path not in untied:
             err.print(f"warning: {file.path}: {file.unplaced} of {file.landed} lines ({file.source}) name no node and "
                       "tie to no attempt, so no verdict can see them — land the file again with --node, "
                       "--node-pattern or --attempt")
+    for path in sorted(untied):
+        err.print(f"warning: {path}: the lake has no attempt of this output's job yet, so its lines are tied to "
+                  "none — land the Slurm accounting first, then this file again")
 
 
 @app.command()

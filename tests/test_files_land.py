@@ -281,6 +281,23 @@ def test_the_report_counts_the_lines_whose_stamp_carried_no_zone(tmp_path, sourc
     assert (report.files[0].landed, report.zoneless) == (len(lines), zoneless)
 
 
+def test_an_output_landed_before_its_jobs_accounting_says_to_land_that_first(tmp_path):
+    """A nightly collection can fetch a job's output before sacct lists the job: its lines
+    tie to nothing, and the landing says what fixes it (not --node)."""
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    output = tmp_path / "slurm-555.out"
+    output.write_text("0: [2026-02-10 08:01:48,551] RuntimeError: boom\n")
+    land = ["ingest", "files", str(output), "--lake", str(tmp_path / "cli"), "--cluster", CLUSTER]
+    said = " ".join(CliRunner().invoke(app, land).output.split())
+    assert f"warning: {output}: the lake has no attempt of this output's job yet" in said
+    assert "--node-pattern or --attempt" not in said
+    report = land_log_files(Lake(tmp_path / "lake"), [output], cluster=CLUSTER)
+    assert [f.path for f in report.untied_outputs()] == [str(output)]
+
+
 def test_node_pattern_names_each_files_node_from_its_path(tmp_path):
     """One landing of several nodes' kernel logs: the node comes from each path (lines that
     name their host keep it), and a pattern that misses a path fails before anything lands."""

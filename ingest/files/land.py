@@ -92,6 +92,13 @@ class FilesReport:
         return _file_reports(self.table.filter(
             ((pl.col("rejected") > 0) & (pl.col("landed") == 0)) | (pl.col("unplaced") > 0)))
 
+    def untied_outputs(self) -> list[FileReport]:
+        """The Slurm output files (``slurm-%j.out`` names) whose lines landed tied to no
+        attempt: their job was not in the lake yet (its accounting lands later)."""
+        return _file_reports(self.table.filter(
+            pl.col("path").str.contains(SLURM_OUTPUT) & (pl.col("attempt_ids").list.len() == 0)
+            & (pl.col("landed") > 0)))
+
     @property
     def read(self) -> int:
         """Non-blank lines read over all files."""
