@@ -325,3 +325,22 @@ def test_an_end_in_the_repeated_autumn_hour_is_read_by_the_elapsed_time():
     ends = {r["job_id"]: r["end_ts"].isoformat() for r in rows.to_dicts()}
     assert ends == {"41": "2024-10-27T01:40:20+00:00", "42": "2024-10-27T00:40:20+00:00",
                     "43": "2024-10-27T00:40:20+00:00"}
+
+
+def test_daily_dumps_that_each_list_some_runs_of_a_requeued_job_give_each_run_one_id(tmp_path):
+    """A nightly landing of each day's saved dump: the day the job was requeued lists both
+    of its runs, the next day only the run that went on past midnight, the day after a run
+    the others never listed. Each run keeps one attempt id, whatever each dump numbers."""
+    header = "JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES\n"
+    first = "70223|70223|train|alice|NODE_FAIL|0:0|2026-11-10T15:30:00|2026-11-10T16:45:02|n[21-23]|gres/gpu=24,node=3\n"
+    second = "70223|70223|train|alice|COMPLETED|0:0|2026-11-10T23:10:00|2026-11-11T03:30:18|n[3-5]|gres/gpu=24,node=3\n"
+    third = "70223|70223|train|alice|FAILED|1:0|2026-11-12T01:00:00|2026-11-12T02:00:00|n[6-8]|gres/gpu=24,node=3\n"
+    lake = Lake(tmp_path / "lake")
+    for day, rows in (("10", first + second), ("11", second), ("12", third)):
+        dump = tmp_path / f"sacct-{day}.txt"
+        dump.write_text(header + rows)
+        report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[dump], timezone="UTC"), "c1"), None)
+        assert report.error is None, report.error
+    got = lake.scan("attempts").select("attempt_id", "state", "start_ts").sort("attempt_id").collect()
+    assert got["attempt_id"].to_list() == ["slurm/c1/70223/0", "slurm/c1/70223/1", "slurm/c1/70223/2"]
+    assert got["state"].to_list() == ["node_fail", "completed", "failed"]

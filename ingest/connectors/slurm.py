@@ -193,6 +193,40 @@ def _overlaps(window: FetchWindow) -> pl.Expr:
     )
 
 
+RUN_OF = r"^slurm/[^/]+/([^/]+)/[0-9]+$"
+"""The ``JobIDRaw`` in a Slurm attempt id (group 1)."""
+
+
+def after_stored_runs(attempts: pl.DataFrame, stored: pl.LazyFrame) -> pl.DataFrame:
+    """``attempts`` (:func:`build_attempts`) numbered after the runs of their jobs the lake
+    already holds (``stored``: its attempts), so that fetches that each list only some runs
+    of a requeued job (daily ``sacct`` dumps) give every run the same id: a run that started
+    when a stored one did keeps that one's number; runs that started after every stored run
+    of the job follow its last number. A run that started before a stored one (an older
+    dump landed late) keeps the fetch's numbering."""
+    run = pl.col("attempt_id").str.extract(RUN_OF, 1)
+    known = (
+        stored.filter(pl.col("scheduler") == "slurm")
+        .select(run.alias("_run"), "attempt_index", "start_ts")
+        .filter(pl.col("_run").is_in(attempts.select(run).to_series().implode()))
+        .collect()
+    )
+    if known.is_empty():
+        return attempts
+    last = known.group_by("_run").agg(pl.col("attempt_index").max().alias("_last"), pl.col("start_ts").max().alias("_latest"))
+    same = known.select("_run", "start_ts", pl.col("attempt_index").alias("_same")).unique(["_run", "start_ts"])
+    mine = attempts.with_columns(run.alias("_run")).join(same, on=["_run", "start_ts"], how="left", maintain_order="left")
+    mine = mine.join(last, on="_run", how="left", maintain_order="left")
+    later = pl.col("_same").is_null() & (pl.col("start_ts") > pl.col("_latest")).fill_null(False)
+    # The runs after the stored ones, in start order, follow the job's last stored number.
+    after = (pl.col("_last") + 1 + pl.int_range(pl.len()).over("_run", later, order_by="start_ts")).cast(pl.Int32)
+    index = pl.coalesce(pl.col("_same"), pl.when(later).then(after), pl.col("attempt_index")).cast(pl.Int32)
+    return mine.with_columns(index.alias("attempt_index")).with_columns(
+        pl.concat_str([pl.col("attempt_id").str.replace(r"/[0-9]+$", "/"), pl.col("attempt_index").cast(pl.String)])
+        .alias("attempt_id")
+    ).select(attempts.columns)
+
+
 class SlurmConnector(Connector):
     """Slurm job attempts from ``sacct`` (see the module docstring).
 
@@ -233,6 +267,8 @@ class SlurmConnector(Connector):
             rejects.append((input_id, bad))
             fetched += rows.height + bad.height
         attempts = build_attempts(merge_rows(frames), self.cluster)
+        if self.lake is not None:
+            attempts = after_stored_runs(attempts, self.lake.scan("attempts", clusters=[self.cluster]))
         if not opts.sacct_file and window is not None:
             attempts = attempts.filter(_overlaps(window))
         yield Batch("attempts", attempts, self.cluster, "+".join(i for i, *_ in inputs), fetched=fetched)
