@@ -180,13 +180,16 @@ def _update_noted(verdicts: pl.DataFrame, notes: pl.DataFrame, updates: list[pl.
 
 def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     """Note root causes shared by at least ``systemic_nodes`` culprit nodes whose first
-    faults lie within ``systemic_window`` of each other (one outage, many victims). The
-    culprits of an ``ambiguous`` verdict are counted for none: they are the suspects of
-    competing explanations, not nodes the cause was found on."""
+    faults lie within ``systemic_window`` of each other (one outage, many victims). A root
+    that names no culprit (a filesystem every node of the job lost: its server is at
+    fault) counts the attempt's affected nodes. The culprits of an ``ambiguous`` verdict
+    are counted for none: they are the suspects of competing explanations, not nodes the
+    cause was found on."""
     window = timedelta(seconds=config.seconds("systemic_window"))
+    struck = pl.when(pl.col("culprit_nodes").list.len() > 0).then("culprit_nodes").otherwise("affected_nodes")
     roots = (
         verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE) & pl.col("first_fault_ts").is_not_null())
-        .select("attempt_id", "cluster", "cause", "first_fault_ts", "culprit_nodes", "quality")
+        .select("attempt_id", "cluster", "cause", "first_fault_ts", struck.alias("culprit_nodes"), "quality")
     )
     if roots.is_empty():
         return verdicts
@@ -223,7 +226,7 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
 
 FLEET_COLUMNS = [
     "attempt_id", "job_id", "cluster", "end_ts", "domain", "cause", "quality",
-    "culprit_nodes", "culprit_ports", "first_fault_ts", "coverage",
+    "culprit_nodes", "culprit_ports", "affected_nodes", "first_fault_ts", "coverage",
 ]
 """Verdict columns the fleet views read (everything but the bulky evidence trail)."""
 

@@ -78,3 +78,26 @@ def test_the_suspects_of_one_ambiguous_verdict_are_no_systemic_event():
     v = run_fleet(att, ev)["a"]
     assert (v["quality"], v["culprit_nodes"]) == ("ambiguous", ["n1", "n2", "n3"])
     assert not any(e["rule_id"] == "fleet.systemic" for e in v["evidence"])
+
+
+def test_a_shared_filesystem_outage_that_names_no_node_is_systemic_by_the_nodes_it_struck():
+    """Each job's nodes all lost the filesystem (its server is at fault, so the verdicts name
+    no culprit): three jobs on five nodes within minutes are one outage."""
+    from datetime import UTC, datetime
+
+    from engine.decide import EVIDENCE_DTYPE
+    from engine.fleet import mark_systemic
+
+    struck = [["n1", "n2"], ["n3", "n4"], ["n5"], ["n6"]]
+    verdicts = pl.DataFrame({
+        "attempt_id": ["a", "b", "c", "d"], "cluster": "c", "domain": "storage",
+        "cause": "storage.filesystem_unavailable", "quality": "definitive",
+        "first_fault_ts": [datetime(2026, 11, 20, 10, m, tzinfo=UTC) for m in (20, 21, 24, 50)],
+        "culprit_nodes": [[], [], [], []], "affected_nodes": struck,
+    }, schema_overrides={"culprit_nodes": pl.List(pl.String)}).with_columns(
+        pl.lit([], dtype=pl.List(EVIDENCE_DTYPE)).alias("evidence"))
+    out = {r["attempt_id"]: r["evidence"] for r in mark_systemic(verdicts, CONFIG).to_dicts()}
+    for attempt in ("a", "b", "c"):
+        assert [e["rule_id"] for e in out[attempt]] == ["fleet.systemic"]
+        assert "on 5 nodes" in out[attempt][0]["message"]
+    assert out["d"] == []
