@@ -344,3 +344,11 @@ def test_daily_dumps_that_each_list_some_runs_of_a_requeued_job_give_each_run_on
     got = lake.scan("attempts").select("attempt_id", "state", "start_ts").sort("attempt_id").collect()
     assert got["attempt_id"].to_list() == ["slurm/c1/70223/0", "slurm/c1/70223/1", "slurm/c1/70223/2"]
     assert got["state"].to_list() == ["node_fail", "completed", "failed"]
+    # An older dump landed late (a run before the stored ones): the fetch's numbers stand,
+    # and the landing does not fail on a repeated id.
+    older = tmp_path / "sacct-09.txt"
+    older.write_text(header + "70223|70223|train|alice|FAILED|1:0|2026-11-09T10:00:00|2026-11-09T11:00:00|n1|gres/gpu=8,node=1\n"
+                     + first)
+    report = run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[older], timezone="UTC"), "c1"), None)
+    assert report.error is None, report.error
+    assert lake.scan("attempts").select(pl.len()).collect().item() == 3

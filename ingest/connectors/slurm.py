@@ -202,8 +202,8 @@ def after_stored_runs(attempts: pl.DataFrame, stored: pl.LazyFrame) -> pl.DataFr
     already holds (``stored``: its attempts), so that fetches that each list only some runs
     of a requeued job (daily ``sacct`` dumps) give every run the same id: a run that started
     when a stored one did keeps that one's number; runs that started after every stored run
-    of the job follow its last number. A run that started before a stored one (an older
-    dump landed late) keeps the fetch's numbering."""
+    of the job follow its last number. A job with a run that started before a stored one
+    (an older dump landed late) keeps the fetch's numbering."""
     run = pl.col("attempt_id").str.extract(RUN_OF, 1)
     known = (
         stored.filter(pl.col("scheduler") == "slurm")
@@ -220,7 +220,11 @@ def after_stored_runs(attempts: pl.DataFrame, stored: pl.LazyFrame) -> pl.DataFr
     later = pl.col("_same").is_null() & (pl.col("start_ts") > pl.col("_latest")).fill_null(False)
     # The runs after the stored ones, in start order, follow the job's last stored number.
     after = (pl.col("_last") + 1 + pl.int_range(pl.len()).over("_run", later, order_by="start_ts")).cast(pl.Int32)
-    index = pl.coalesce(pl.col("_same"), pl.when(later).then(after), pl.col("attempt_index")).cast(pl.Int32)
+    # A job with a run before its stored ones cannot be numbered without renumbering those:
+    # it keeps the fetch's numbers (the renumbered ones could repeat one).
+    placeable = (pl.col("_same").is_not_null() | later | pl.col("_last").is_null()).all().over("_run")
+    index = pl.when(placeable).then(pl.coalesce(pl.col("_same"), pl.when(later).then(after), pl.col("attempt_index")))
+    index = index.otherwise(pl.col("attempt_index")).cast(pl.Int32)
     return mine.with_columns(index.alias("attempt_index")).with_columns(
         pl.concat_str([pl.col("attempt_id").str.replace(r"/[0-9]+$", "/"), pl.col("attempt_index").cast(pl.String)])
         .alias("attempt_id")
