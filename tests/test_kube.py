@@ -23,7 +23,7 @@ from engine.extract import extract_lines
 from engine.rules.loader import load_rule_pack
 from ingest.connectors import run_connector
 from ingest.connectors.kube import (
-    KueueConnector, KueueOptions, PodLogsConnector, PodLogsOptions, kueue_attempts, kueue_evidence,
+    KueueConnector, KueueOptions, KueueSnapshot, PodLogsConnector, PodLogsOptions, kueue_attempts, kueue_evidence,
 )
 from ingest.lake import Lake
 from ingest.schema import ATTEMPTS, OBSERVATIONS, REJECTS, STATES
@@ -217,7 +217,7 @@ def _kubeflow_pod(job: str, replica: str, node: str, **kwargs) -> dict:
 
 
 def _kueue_rows(workloads: list[dict], pods: list[dict]) -> dict[str, dict]:
-    return _by_id(kueue_attempts(workloads, pods, "k1", "wl.json"))
+    return _by_id(kueue_attempts(KueueSnapshot.of(workloads, pods), "k1", "wl.json"))
 
 
 def test_jobset_pods_are_linked_through_their_child_jobs():
@@ -333,7 +333,8 @@ def test_kubernetes_says_why_in_evidence_the_rules_read():
     pods = [_kubeflow_pod("llama", "master", "gpu-node-001"),
             _disrupted("TerminationByKubelet", KUBELET_PRESSURE, {"reason": "Evicted", "message": KUBELET_PRESSURE})]
     timeout = _evicted("PodsReadyTimeout", "Exceeded the PodsReady timeout ml/jobset-nemo-8tg9k")
-    rows = kueue_evidence([_failed("pytorchjob-llama-q7kqw", PYTORCHJOB), timeout], pods, "k1", "wl.json")
+    snapshot = KueueSnapshot.of([_failed("pytorchjob-llama-q7kqw", PYTORCHJOB), timeout], pods)
+    rows = kueue_evidence(snapshot, "k1", "wl.json")
     assert rows.columns == OBSERVATIONS.names and rows["input_id"].is_unique().all()
     by_attempt = {r["attempt_id"]: r for r in rows.filter(pl.col("program") != "kueue").iter_rows(named=True)}
     # The DisruptionTarget repeats the pod's status message: one line, on the pod's node.

@@ -35,6 +35,7 @@ import json
 import shutil
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import ClassVar
@@ -152,10 +153,11 @@ class KueueConnector(Connector):
             pods, _ = self._load("pods", opts.pods_file)
         else:
             pods = []
-        rows = kueue_attempts(workloads, pods, self.cluster, wl_origin)
+        snapshot = KueueSnapshot.of(workloads, pods)
+        rows = kueue_attempts(snapshot, self.cluster, wl_origin)
         yield Batch(table="attempts", rows=rows, cluster=self.cluster, input_id=wl_origin,
                     fetched=len(workloads))
-        evidence = kueue_evidence(workloads, pods, self.cluster, wl_origin)
+        evidence = kueue_evidence(snapshot, self.cluster, wl_origin)
         if evidence.height:
             # Each text is an input of its own (the object, condition and time name it), so
             # a later snapshot that no longer shows it does not take it out of the lake.
@@ -204,11 +206,25 @@ def _ts(text: pl.Expr) -> pl.Expr:
     return text.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", time_unit="us", time_zone="UTC", strict=False)
 
 
-def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin: str) -> pl.DataFrame:
-    """Workload and pod objects → rows with the ``attempts`` columns (see module docstring)."""
-    if not workloads:
+@dataclass(frozen=True)
+class KueueSnapshot:
+    """A snapshot's Workload and pod objects as frames (:func:`_workload_frame`,
+    :func:`_pod_frame`), built once for both its attempts and its evidence."""
+
+    workloads: pl.DataFrame
+    pods: pl.DataFrame
+
+    @classmethod
+    def of(cls, workloads: list[dict], pods: list[dict]) -> KueueSnapshot:
+        """The frames of the objects ``kubectl get … -o json`` listed."""
+        return cls(_workload_frame(workloads), _pod_frame(pods))
+
+
+def kueue_attempts(snapshot: KueueSnapshot, cluster: str, origin: str) -> pl.DataFrame:
+    """A snapshot's Workloads and pods → rows with the ``attempts`` columns (see module docstring)."""
+    wl = snapshot.workloads
+    if wl.is_empty():
         return pl.from_arrow(ATTEMPTS.empty_table())
-    wl = _workload_frame(workloads)
     evicted = _evicted_attempts(wl)
     current = wl.filter(pl.col("current")).select(
         "name", "namespace", "owner", "job_id", "queue", "submit_ts",
@@ -228,7 +244,7 @@ def kueue_attempts(workloads: list[dict], pods: list[dict], cluster: str, origin
         .otherwise(pl.lit("running")),
     )
     attempts = pl.concat([evicted, current], how="diagonal_relaxed")
-    attempts = _merge_pods(attempts, _pod_summary(pods), wl)
+    attempts = _merge_pods(attempts, _pod_summary(snapshot.pods), wl)
     return attempts.select(
         attempt_id=_attempt_id(cluster, pl.col("attempt_index")),
         scheduler=pl.lit("kueue"),
@@ -369,14 +385,14 @@ def _pod_frame(pods: list[dict]) -> pl.DataFrame:
     )
 
 
-def _pod_summary(pods: list[dict]) -> pl.DataFrame:
-    """Per (namespace, owner job): nodes, OOM, first failing exit code, disruption reason."""
+def _pod_summary(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per (namespace, owner job) of the pods (:func:`_pod_frame`): nodes, OOM, first
+    failing exit code, disruption reason."""
     schema = {"namespace": pl.String, "owner": pl.String, "nodes": pl.List(pl.String),
               "oom": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String,
               "ranks_per_node": pl.Int64, "gpus_per_node": pl.Int64}
-    if not pods:
+    if frame.is_empty():
         return pl.DataFrame(schema=schema)
-    frame = _pod_frame(pods)
     terminated = frame.select("namespace", "owner", "containers").explode("containers").select(
         "namespace", "owner",
         term=pl.concat_list(
@@ -436,7 +452,7 @@ latest attempt ended (``Exceeded the PodsReady timeout …``, ``Preempted to acc
 workload …``)."""
 
 
-def kueue_evidence(workloads: list[dict], pods: list[dict], cluster: str, origin: str) -> pl.DataFrame:
+def kueue_evidence(snapshot: KueueSnapshot, cluster: str, origin: str) -> pl.DataFrame:
     """What Kubernetes says about why an attempt ended → rows with the ``observations``
     columns (source ``k8s``), for the rules to read as they read a log line.
 
@@ -449,9 +465,9 @@ def kueue_evidence(workloads: list[dict], pods: list[dict], cluster: str, origin
     several snapshots lands once and a snapshot that no longer shows it removes nothing.
     """
     empty = pl.from_arrow(OBSERVATIONS.empty_table())
-    if not workloads:
+    frame = snapshot.workloads
+    if frame.is_empty():
         return empty
-    frame = _workload_frame(workloads)
     wl = frame.select(
         "namespace", "name", "latest", join_owner=pl.coalesce(pl.col("owner"), pl.col("name")),
     ).filter(pl.col("latest") >= 0)
@@ -468,11 +484,11 @@ def kueue_evidence(workloads: list[dict], pods: list[dict], cluster: str, origin
                                   pl.lit(": "), pl.col("message")),
         )
     lines = [conditions]
-    if pods:
+    if not snapshot.pods.is_empty():
         ended = pl.col("containers").list.eval(
             pl.element().struct.field("state").struct.field("terminated").struct.field("finishedAt")
         ).list.max()
-        frame = _pod_frame(pods).join(wl, left_on=["namespace", "owner"], right_on=["namespace", "join_owner"]) \
+        frame = snapshot.pods.join(wl, left_on=["namespace", "owner"], right_on=["namespace", "join_owner"]) \
             .with_columns(ts=pl.coalesce(_ts(pl.col("disruption").struct.field("lastTransitionTime")), _ts(ended)))
         said = [
             ("status", pl.col("pod_reason"), pl.col("pod_message")),
