@@ -113,6 +113,10 @@ def run_window(lake: Lake, since: date, until: date, clusters: list[str] | None 
     return since, since
 
 
+ENDED = pl.col("end_ts").is_not_null() & (pl.col("state") != "running")
+"""An attempt a run attributes: it has an end and is no longer running."""
+
+
 def scope_attempts(
     lake: Lake, since: date, until: date, clusters: list[str] | None = None
 ) -> pl.DataFrame:
@@ -120,7 +124,7 @@ def scope_attempts(
     day, so this reads exactly those partitions)."""
     return (
         lake.scan("attempts", clusters=clusters, days=days_between(since, until))
-        .filter(pl.col("end_ts").is_not_null() & (pl.col("state") != "running"))
+        .filter(ENDED)
         .drop("day")
         .collect()
         .sort(["cluster", "attempt_id"])
@@ -135,7 +139,7 @@ def unended_attempts(
     by state. They sit in the partition of their start (or submit) day."""
     counts = (
         lake.scan("attempts", clusters=clusters, days=days_between(since, until))
-        .filter(pl.col("end_ts").is_null() | (pl.col("state") == "running"))
+        .filter(~ENDED)
         .group_by("state").len().collect()
     )
     return dict(sorted(zip(counts["state"].to_list(), counts["len"].to_list(), strict=True)))
