@@ -5,7 +5,9 @@
 -- param limit: INTEGER = 50 -- how many ports to list
 -- column cluster: cluster
 -- column node: host the port belongs to
--- column port: port as the log names it (mlx5_1, mlx5_7:1, enp60s0np0…)
+-- column port: port as the log names it (mlx5_1, mlx5_7:1, enp60s0np0…); a bare HCA name
+--   that another line of the node spells with its port number (mlx5_2 beside mlx5_2:1) is
+--   counted under the longer name
 -- column pci: PCI address of the HCA when the line gives it (an HCA and its netdev share it)
 -- column switch: switch the port is cabled to (from topology; NULL without topology)
 -- column switch_port: switch port it is cabled to (from topology)
@@ -21,7 +23,7 @@
 -- faults. A failed attempt is one whose state is neither completed nor running. A topology
 -- row matches a port named <hca>, <hca>:<port> or <hca>/<port> on the same node (a bare
 -- <hca> uses the line's port number, 1 when it names none).
-WITH port_events AS (
+WITH named AS (
     SELECT
         cluster, node, port, ts, count, cause,
         json_extract_string(params, '$.pci') AS pci,
@@ -32,6 +34,24 @@ WITH port_events AS (
       AND ($since IS NULL OR day >= $since)
       AND ($until IS NULL OR day <= $until)
       AND ($cluster IS NULL OR cluster = $cluster)
+),
+-- Names that carry a port number, by the HCA and number they spell (mlx5_2:1 → mlx5_2, 1).
+spelled AS (
+    SELECT
+        cluster, node,
+        regexp_extract(port, '^(.+)[:/]([0-9]+)$', 1) AS hca,
+        regexp_extract(port, '^(.+)[:/]([0-9]+)$', 2) AS hca_port,
+        min(port) AS port
+    FROM named
+    WHERE regexp_matches(port, '^.+[:/][0-9]+$')
+    GROUP BY ALL
+),
+-- One port, one row: a bare name folds into the spelled name of the same HCA and number.
+port_events AS (
+    SELECT n.* REPLACE (coalesce(s.port, n.port) AS port), n.port AS named_port
+    FROM named AS n
+    LEFT JOIN spelled AS s
+      ON s.cluster = n.cluster AND s.node = n.node AND s.hca = n.port AND s.hca_port = n.hca_port
 ),
 classified AS (
     SELECT
@@ -55,6 +75,7 @@ per_port AS (
         cluster, node, port,
         min(pci) AS pci,
         min(hca_port) AS hca_port,
+        list(DISTINCT named_port) AS names,
         CAST(coalesce(sum(count) FILTER (WHERE kind = 'down'), 0) AS BIGINT) AS link_downs,
         CAST(coalesce(sum(count) FILTER (WHERE kind = 'down' AND last_up >= ts), 0)
             + coalesce(sum(count) FILTER (WHERE kind = 'flap'), 0) AS BIGINT) AS flaps,
@@ -84,7 +105,7 @@ blamed AS (
     FROM per_port AS p
     JOIN failed AS a
       ON a.cluster = p.cluster
-     AND list_contains(a.culprit_ports, p.port)
+     AND list_has_any(a.culprit_ports, p.names)
      AND list_contains(a.culprit_nodes, p.node)
     GROUP BY ALL
 ),

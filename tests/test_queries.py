@@ -182,8 +182,16 @@ def test_explain_gaps_matches_polars(sample_lake):
 def test_port_hotspots_matches_polars(sample_lake):
     got = queries.run_query(sample_lake.root, "port_hotspots", {})
     keys = ["cluster", "node", "port"]
-    events = sample_lake.scan("events").filter(
-        pl.col("port").is_not_null(), pl.col("domain") == "network").collect()
+    named = sample_lake.scan("events").filter(
+        pl.col("port").is_not_null(), pl.col("domain") == "network").collect().with_columns(
+        hca_port=pl.col("params").str.json_path_match("$.hca_port").fill_null("1"), named_port=pl.col("port"))
+    spelled = named.select("cluster", "node", "port").unique().with_columns(
+        pl.col("port").str.extract_groups(r"^(.+)[:/]([0-9]+)$").struct.rename_fields(["hca", "hca_port"])
+        .struct.unnest()).drop_nulls("hca").group_by("cluster", "node", "hca", "hca_port").agg(
+        spelled=pl.col("port").min())
+    events = named.join(spelled, left_on=["cluster", "node", "port", "hca_port"],
+                        right_on=["cluster", "node", "hca", "hca_port"], how="left").with_columns(
+        port=pl.coalesce("spelled", "port"))
     state = ["network.link_up", "network.link_training", "network.link_state_change"]
     last_up = events.filter(pl.col("cause") == "network.link_up").group_by(keys).agg(last_up=pl.col("ts").max())
     faults = events.filter(~pl.col("cause").is_in(state)).join(last_up, on=keys, how="left")
@@ -198,9 +206,11 @@ def test_port_hotspots_matches_polars(sample_lake):
     exposed = faults.join(failed.explode("nodes").rename({"nodes": "node"}), on=["cluster", "node"]) \
         .filter(pl.col("ts").is_between(pl.col("a_start"), pl.col("a_end"))) \
         .group_by(keys).agg(failed_attempts=pl.col("attempt_id").n_unique())
+    names = faults.select(*keys, "named_port").unique()
     blamed = failed.explode("culprit_nodes").explode("culprit_ports").select(
-        "cluster", "attempt_id", node="culprit_nodes", port="culprit_ports"
-    ).join(per_port.select(keys), on=keys).group_by(keys).agg(blamed_attempts=pl.col("attempt_id").n_unique())
+        "cluster", "attempt_id", node="culprit_nodes", named_port="culprit_ports"
+    ).join(names, on=["cluster", "node", "named_port"]).group_by(keys).agg(
+        blamed_attempts=pl.col("attempt_id").n_unique())
     want = per_port.join(exposed, on=keys, how="left").join(blamed, on=keys, how="left").with_columns(
         pl.col("failed_attempts", "blamed_attempts").fill_null(0))
     _same(got, want, keys)
@@ -228,6 +238,29 @@ def test_port_hotspots_names_the_switch_port_from_topology(tmp_path):
     got = queries.run_query(tmp_path, "port_hotspots", {}).sort("port")
     assert got.select("port", "switch", "switch_port", "link_downs", "flaps").rows() == [
         ("mlx5_1", "leaf-3", "17", 1, 1), ("mlx5_2:1", "leaf-4", "18", 1, 0)]
+
+
+def test_port_hotspots_counts_a_port_named_two_ways_once(tmp_path):
+    """mlx5_core names a port by its HCA (``mlx5_2``, the port number a parameter) where
+    the IB core names it ``mlx5_2:1``: one port, one row, and a verdict naming either name
+    counts for it. ``mlx5_2`` port 2 and a netdev stay rows of their own."""
+    lake = Lake(tmp_path)
+    ts = pl.datetime(2026, 11, 28, 12, time_zone="UTC")
+    rows = [("mlx5_2", "1", "network.link_down"), ("mlx5_2:1", "1", "network.link_up"),
+            ("mlx5_2:1", "1", "network.link_down"), ("mlx5_2", "2", "network.link_down"),
+            ("ib0", "1", "network.link_down")]
+    events = pl.DataFrame(rows, schema=["port", "hca_port", "cause"], orient="row").with_columns(
+        ts=ts + pl.duration(seconds=pl.int_range(pl.len())), last_ts=None, count=pl.lit(1, pl.Int64),
+        node=pl.lit("gpu008"), attempt_id=None, rank=None, gpu=None, source=pl.lit("syslog"),
+        rule_id=pl.lit("fabric.mlx5_link_state"), event=pl.col("cause"), domain=pl.lit("network"),
+        role=pl.lit("context"), action=None, params=pl.format('{{"hca_port":"{}"}}', "hca_port"),
+        message=pl.lit("Link"), origin=pl.lit("test"), ts_source=pl.lit("line"),
+        event_id=pl.format("{}-{}", "port", pl.int_range(pl.len())),
+    ).drop("hca_port")
+    lake.replace_partitions("events", events, cluster="c1", days=[date(2026, 11, 28)])
+    got = queries.run_query(tmp_path, "port_hotspots", {}).sort("port")
+    assert got.select("port", "link_downs", "flaps").rows() == [
+        ("ib0", 1, 0), ("mlx5_2", 1, 0), ("mlx5_2:1", 2, 1)]
 
 
 def test_params_are_typed_from_the_header_and_checked():
