@@ -1,20 +1,24 @@
-"""The node every failing InfiniBand/RoCE connection of an attempt touches.
+"""The node every failing InfiniBand/RoCE/EFA connection of an attempt touches.
 
 NCCL prints ``NET/IB : Got completion from peer <address><port> with error 12`` (the
 transport retry counter ran out) on the rank whose sends went unanswered, naming the other
 end of the queue pair; Open MPI's openib BTL prints ``… from <host> to: <peer> error
-polling LP CQ with status RETRY EXCEEDED ERROR status number 12 …``. A bad cable, port or
-HCA breaks every connection through it, so the ranks on both sides of it report: the other
-nodes name the broken node's address, and the broken node names each of theirs. Every such
-report is a root candidate, and without more the verdict blames every node that reported.
+polling LP CQ with status RETRY EXCEEDED ERROR status number 12 …``; on AWS, the EFA
+plugin prints ``NET/OFI Request … completed with error … Unresponsive remote … Peer host
+id: i-…`` (the peer's EC2 instance id, or its EFA address before a handshake), and NCCL's
+socket transport ``Call to recv from <address><port> failed : Connection timed out``. A
+bad cable, port or HCA breaks every connection through it, so the ranks on both sides of
+it report: the other nodes name the broken node's address, and the broken node names each
+of theirs. Every such report is a root candidate, and without more the verdict blames
+every node that reported.
 
 The broken node is the one end all the failing connections share: the peer named by the
 most reporting nodes, when no other peer is named as often, or the one peer named when one
 node reports (the other node of a two-node job died or hung, and its ranks said nothing:
 had the link between them broken, both would report). Which node has that address is
 read from NCCL's own INFO banners (``Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/IB : Using
-[0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``: the benign ``network.nccl_address`` events'
-``addr``), where exactly one node of the attempt printed it; a peer named by its host name
+[0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``) and the EFA errors' ``My host id:`` (the benign
+``network.nccl_address`` events' ``addr``), where exactly one node of the attempt printed it; a peer named by its host name
 (Open MPI's openib BTL prints ``from <host> to: <peer host>``) is that node of the attempt.
 Without either, a node never names its own address: when every reporting node but one names
 the shared peer and that one node names only other peers (no more of them than there are
@@ -41,9 +45,10 @@ import polars as pl
 
 from engine.rules.python_rules import link_to_roots, new_events, with_role
 
-EVENT = "network.ib_retry_exceeded"
-"""The event of a ``with error 12`` / ``status=12`` / ``status number 12`` completion
-(``fabric.yaml``)."""
+EVENTS = ("network.ib_retry_exceeded", "network.efa_peer_unresponsive", "network.socket_peer_unreachable")
+"""The events of a ``with error 12`` / ``status=12`` / ``status number 12`` completion, of
+EFA's unresponsive peer (``fabric.yaml``) and of a NET/Socket connection that timed out
+(``communication.yaml``): a connection's transport retries ran out."""
 BANNER_EVENT = "network.nccl_address"
 """NCCL's banners naming the node's address (``benign.yaml``), in ``addr``."""
 RULE_ID = "ib_common_peer"
@@ -73,9 +78,13 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Make the reports of the nodes around the shared end of an attempt's failing
     connections cascades of that end's first report (see the module docstring)."""
     reports = events.filter(
-        (pl.col("event") == EVENT) & (pl.col("role") == "root_candidate")
+        pl.col("event").is_in(EVENTS) & (pl.col("role") == "root_candidate")
         & pl.col("attempt_id").is_not_null() & pl.col("node").is_not_null()
-    ).with_columns(pl.col("params").str.json_path_match("$.peer").alias("_peer")).filter(pl.col("_peer").is_not_null())
+    ).with_columns(
+        # EFA names a peer it never reached by its address only.
+        pl.coalesce(pl.col("params").str.json_path_match("$.peer"), pl.col("params").str.json_path_match("$.peer_addr"))
+        .alias("_peer")
+    ).filter(pl.col("_peer").is_not_null())
     if reports.is_empty():
         return events
     pairs = reports.select("attempt_id", "node", "_peer").unique()
@@ -147,7 +156,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
             *ROOT_COLUMNS,
             pl.col("_end").alias("node"),
             pl.concat_str([
-                pl.lit("every failing InfiniBand connection of the attempt names "), pl.col("_shared"),
+                pl.lit("every failing connection of the attempt names "), pl.col("_shared"),
                 pl.lit(", the address "), pl.col("_end"), pl.lit("'s NCCL uses: its link, port or HCA broke"),
             ]).alias("message"),
             pl.struct(pl.col("_shared").alias("peer")).struct.json_encode().alias("params"),
@@ -185,7 +194,7 @@ def _scattered(events: pl.DataFrame, ordered: pl.DataFrame, pairs: pl.DataFrame,
             *ROOT_COLUMNS,
             pl.lit(None, dtype=pl.String).alias("node"),
             pl.concat_str([
-                pl.lit("the failing InfiniBand connections of "), pl.col("_nodes").cast(pl.String),
+                pl.lit("the failing connections of "), pl.col("_nodes").cast(pl.String),
                 pl.lit(" nodes share no end (each names a peer no other names): the fabric between them dropped "
                        "their traffic, not one node's link or HCA"),
             ]).alias("message"),

@@ -3,8 +3,9 @@ attempt all touch one node (the others name its address, it names theirs), that 
 culprit; so is the node whose NCCL bootstrap banner shows the shared address, even when it
 reported nothing, and the node an Open MPI openib report names by its host, and the one peer
 the one reporting node names; when nothing maps the address and the shared end reported nothing, or two
-nodes only name each other, every reporting node stays a suspect. Real NCCL lines, landed through the Slurm connector and the
-files landing, attributed by a run."""
+nodes only name each other, every reporting node stays a suspect. EFA's unresponsive-peer
+errors (by instance id) and NCCL socket timeouts (by address) are read the same way. Real
+NCCL lines, landed through the Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 805|805|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[20-22]|gres/gpu=24,node=3
 806|806|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[23-25]|gres/gpu=24,node=3
 807|807|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[26-27]|gres/gpu=16,node=2
+808|808|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[28-30]|gres/gpu=24,node=3
+809|809|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[31-33]|gres/gpu=24,node=3
 """
 
 
@@ -44,6 +47,25 @@ def openib_retry_exceeded(rank: int, node: str, peer: str) -> str:
     return (f"[[12065,1],{rank}][btl_openib_component.c:2948:handle_wc] from {node}.local to: {peer} error polling "
             "LP CQ with status RETRY EXCEEDED ERROR status number 12 for wr_id 396116864 opcode 0  vendor error 129 "
             "qp_idx 1")
+
+
+def efa_unresponsive(rank: int, node: str, own: str, peer: str) -> str:
+    """aws-ofi-nccl's completion error for EFA's unresponsive peer from ``node`` (instance
+    ``own``) naming instance ``peer``: the plugin's ``Request %p completed with error. RC:
+    %d. Error: %d (%s)…`` (src/nccl_ofi_rdma.cpp) around libfabric's efa_errno.h text and
+    its ``My host id: / Peer host id:`` addresses."""
+    return (f"{rank}: {node}:4551{rank}:4559{rank} [{rank % 8}] nccl_net_ofi_rdma.cpp:1651 NCCL WARN NET/OFI Request "
+            f"0x7fe1840b9f0{rank % 8} completed with error. RC: 5. Error: 13 (Unresponsive remote (was previously "
+            f"responsive) My EFA addr: fi_addr_efa://[fe80::4a4:6dff:fe3a:9b{rank:02x}]:0:1538447221 My host id: {own} "
+            f"Peer EFA addr: fi_addr_efa://[fe80::4c1:10ff:fe8b:21af]:0:907215503 Peer host id: {peer}). Completed "
+            "length: 0, Request: {dev: 2, size: 1048576, state: PENDING, type: SEND}")
+
+
+def socket_timed_out(rank: int, node: str, peer: str) -> str:
+    """NCCL's socket transport giving up on ``peer`` (misc/socket.cc: ``socketProgressOpt:
+    Call to recv from %s failed : %s``), the shape of NVIDIA/nccl#2076's report."""
+    return (f"{rank}: {node}:4551{rank}:4560{rank} [{rank % 8}] misc/socket.cc:50 NCCL WARN socketProgressOpt: "
+            f"Call to recv from {peer}<4312{rank}> failed : Connection timed out")
 
 
 def bootstrap(rank: int, node: str, address: str) -> str:
@@ -95,6 +117,19 @@ def verdicts(tmp_path_factory):
         (4, "n26", "10.22.0.27"), (5, "n26", "10.22.0.27"),
         banners=(bootstrap(0, "n26", "10.22.0.26"), bootstrap(8, "n27", "10.22.0.27")),
     ))
+    # EFA on AWS: n28 and n29 name instance i-0c (n30: its own reports say "My host id:
+    # i-0c"), and n30 names theirs.
+    ids = {"n28": "i-0a0000000000000a1", "n29": "i-0b0000000000000b2", "n30": "i-0c0000000000000c3"}
+    (logs / "slurm-808.out").write_text(f"0: [2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(
+        efa_unresponsive(rank, node, ids[node], ids[peer]) + "\n"
+        for rank, node, peer in ((4, "n28", "n30"), (12, "n29", "n30"), (20, "n30", "n28"), (21, "n30", "n29"))))
+    # NCCL over sockets: n31 and n32 time out on n33's address (its bootstrap banner's);
+    # n33 printed nothing more.
+    (logs / "slurm-809.out").write_text(
+        "".join(b + "\n" for b in (bootstrap(0, "n31", "10.22.0.31"), bootstrap(8, "n32", "10.22.0.32"),
+                                    bootstrap(16, "n33", "10.22.0.33")))
+        + f"0: [2026-11-20 08:40:00,000] {ITERATION}\n"
+        + "".join(socket_timed_out(*r) + "\n" for r in ((4, "n31", "10.22.0.33"), (12, "n32", "10.22.0.33"))))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -164,3 +199,16 @@ def test_a_silent_shared_ends_own_gpu_fault_after_the_end_is_what_the_connection
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n22"])
     assert v["quality"] != "definitive"  # stamped after the end: a clock running ahead is a guess
     assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"cascade"}
+
+
+def test_efas_unresponsive_peer_names_its_instance_and_so_its_node(verdicts):
+    v = verdicts["808"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n30"])
+    roles = {(e["node"], e["role"]) for e in v["evidence"] if e["rule_id"] == "fabric.ofi_completion_error"}
+    assert roles == {("n30", "root_candidate"), ("n28", "cascade"), ("n29", "cascade")}
+
+
+def test_socket_timeouts_on_one_address_name_its_node(verdicts):
+    v = verdicts["809"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n33"])
+    assert {e["role"] for e in v["evidence"] if e["rule_id"] == "comm.nccl_socket_call_failed"} == {"cascade"}
