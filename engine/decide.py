@@ -14,7 +14,8 @@ skew`` across nodes, ``tie_window`` on one node):
   includes the root's moment: it may have come first.
 
 When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
-TIMEOUT → ``scheduler.time_limit``…) is the fallback root; it names no culprit, except
+TIMEOUT → ``scheduler.time_limit``…) is the fallback root (so it is when the only root is
+a cancellation that gives no reason and the state gives one: DEADLINE); it names no culprit, except
 the node of a one-node attempt whose state blames the infrastructure (NODE_FAIL,
 BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A successful
 attempt gets ``domain = none``.
@@ -55,6 +56,9 @@ DEFAULT_ACTION = {
 
 ROLE_ORDER = {"root_candidate": 0, "confirmation": 1, "cascade": 2, "context": 3}
 """Which evidence to keep first when an attempt has more events than the limit."""
+REASONLESS_CANCEL = "scheduler.cancelled"
+"""The cause of a cancellation that says nobody's reason (slurmstepd's bare banner): a
+scheduler state that names one (``scheduler.deadline``…) is the verdict instead."""
 CLOCK_OFFSET_RULE = "clock_offset"
 """The rule id of the engine's notes that a node's lines were moved by its clock's offset
 (:func:`engine.correlate.clock_offsets`): kept with the roots, whose times they explain."""
@@ -410,9 +414,13 @@ def decide(
         .with_columns(
             failed=pl.col("state").is_in(FAILED_STATES),
             # A root that is only the scheduler's own teardown (a requeue or cancel banner)
-            # of an attempt Slurm recorded as lost to its node yields to that state.
+            # of an attempt Slurm recorded as lost to its node yields to that state; so does
+            # a cancellation that gives no reason (slurmstepd's bare "CANCELLED AT" banner)
+            # to a scheduler state that does (DEADLINE, TIMEOUT, PREEMPTED).
             has_root=pl.col("root_event_id").is_not_null()
-            & ~((pl.col("domain") == "scheduler") & pl.col("state_domain").is_in(INFRASTRUCTURE)).fill_null(False),
+            & ~((pl.col("domain") == "scheduler") & pl.col("state_domain").is_in(INFRASTRUCTURE)).fill_null(False)
+            & ~((pl.col("cause") == REASONLESS_CANCEL) & (pl.col("state_domain") == "scheduler")
+                & (pl.col("state_cause") != REASONLESS_CANCEL)).fill_null(False),
             has_fallback=pl.col("state_cause").is_not_null(),
             ambiguous=pl.col("alternatives").list.len().fill_null(0) > 0,
             # A linked symptom, the scheduler saying the same thing, or the scheduler losing

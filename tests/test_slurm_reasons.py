@@ -1,0 +1,67 @@
+"""What Slurm's own lines say about why an attempt ended, end to end through the Slurm
+connector, the files landing and a run: a bare cancellation banner yields to the reason
+sacct's state gives (DEADLINE), slurmctld's ResumeTimeout line names the cloud node that
+never booted for a BOOT_FAIL attempt of several nodes, and the job script's own
+``timeout --verbose`` is the workload's limit, not an unexplained exit 137."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tests.end_to_end import ITERATION, role_of, syslog, verdicts_by_job
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+910|910|train|alice|DEADLINE|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n1|gres/gpu=8,node=1
+911|911|train|alice|BOOT_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T08:10:05|n[2-3]|gres/gpu=16,node=2
+912|912|train|alice|FAILED|137:0|2026-11-20T08:00:00|2026-11-20T09:30:00|n4|gres/gpu=8,node=1
+913|913|train|alice|CANCELLED by 1000|0:15|2026-11-20T08:00:00|2026-11-20T09:00:00|n5|gres/gpu=8,node=1
+"""
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reasons")
+    logs = root / "logs"
+    logs.mkdir()
+    # slurmstepd's banner without a reason (slurmstepd/req.c), as bcbio/bcbio-nextgen#741
+    # shows it; sacct says DEADLINE: the reason is the deadline, not a user.
+    banner = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T09:00:00 ***\n"
+    (logs / "slurm-910.out").write_text(f"0: [2026-11-20 08:40:00,000] {ITERATION}\n"
+                                        + banner.format(job=910, node="n1"))
+    # The same banner of an attempt a user cancelled: that is its reason.
+    (logs / "slurm-913.out").write_text(f"0: [2026-11-20 08:40:00,000] {ITERATION}\n"
+                                        + banner.format(job=913, node="n5"))
+    # The controller's syslog: n3 never registered after its resume (slurmctld/power_save.c).
+    (logs / "ctl1.log").write_text(syslog(
+        "ctl1", ("08:00:02", "slurmctld[1201]: sched: Allocate JobId=911 NodeList=n[2-3] #CPUs=192 Partition=gpu"),
+        ("08:04:10", "slurmctld[1201]: Node n2 now responding"),
+        ("08:10:04", "slurmctld[1201]: node n3 not resumed by ResumeTimeout(600) - marking down and power_save")))
+    # coreutils' timeout.c: "sending signal %s to command %s", quoted ‘…’ in a UTF-8 locale.
+    (logs / "slurm-912.out").write_text(f"0: [2026-11-20 09:20:00,000] {ITERATION}\n"
+                                        "timeout: sending signal KILL to command ‘srun’\n"
+                                        "srun: error: n4: task 0: Killed\n")
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+
+
+def test_a_bare_cancellation_yields_to_the_deadline_sacct_records(verdicts):
+    v = verdicts["910"]
+    assert (v["domain"], v["cause"]) == ("scheduler", "scheduler.deadline")
+
+
+def test_a_bare_cancellation_of_a_cancelled_attempt_stays_its_reason(verdicts):
+    v = verdicts["913"]
+    assert (v["domain"], v["cause"]) == ("scheduler", "scheduler.cancelled")
+    assert role_of(v, "scheduler.slurm_cancelled_by_user") == "root_candidate"
+
+
+def test_slurmctld_names_the_node_that_did_not_boot(verdicts):
+    v = verdicts["911"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.boot_failure", ["n3"])
+
+
+def test_the_job_scripts_own_timeout_is_the_workloads_limit(verdicts):
+    v = verdicts["912"]
+    assert (v["domain"], v["cause"]) == ("workload", "workload.command_timeout")
+    assert v["culprit_nodes"] == []
