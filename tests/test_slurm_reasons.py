@@ -1,7 +1,8 @@
 """What Slurm's own lines say about why an attempt ended, end to end through the Slurm
 connector, the files landing and a run: a bare cancellation banner yields to the reason
 sacct's state gives (DEADLINE), slurmctld's ResumeTimeout line names the cloud node that
-never booted for a BOOT_FAIL attempt of several nodes, and the job script's own
+never booted for a BOOT_FAIL attempt of several nodes (in the controller's syslog or in
+slurmctld's own log file), and the job script's own
 ``timeout --verbose`` is the workload's limit, not an unexplained exit 137."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 911|911|train|alice|BOOT_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T08:10:05|n[2-3]|gres/gpu=16,node=2
 912|912|train|alice|FAILED|137:0|2026-11-20T08:00:00|2026-11-20T09:30:00|n4|gres/gpu=8,node=1
 913|913|train|alice|CANCELLED by 1000|0:15|2026-11-20T08:00:00|2026-11-20T09:00:00|n5|gres/gpu=8,node=1
+914|914|train|alice|BOOT_FAIL|0:0|2026-11-20T08:30:00|2026-11-20T08:40:03|n[6-7]|gres/gpu=16,node=2
 """
 
 
@@ -42,7 +44,15 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-912.out").write_text(f"0: [2026-11-20 09:20:00,000] {ITERATION}\n"
                                         "timeout: sending signal KILL to command ‘srun’\n"
                                         "srun: error: n4: task 0: Killed\n")
-    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+    # The same report in slurmctld's own log file (SlurmctldLogFile, LogTimeFormat
+    # iso8601_ms), landed for its host: Slurm ≥ 23.02's wording.
+    ctld = root / "ctld"
+    ctld.mkdir()
+    (ctld / "slurmctld.log").write_text(
+        "[2026-11-20T08:30:01.020] sched: Allocate JobId=914 NodeList=n[6-7] #CPUs=192 Partition=gpu\n"
+        "[2026-11-20T08:40:02.611] error: node n6 not resumed by ResumeTimeout(600), setting DOWN and POWERED_DOWN\n")
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20),
+                           more=((ctld / "slurmctld.log", {"node": "ctl1"}),))
 
 
 def test_a_bare_cancellation_yields_to_the_deadline_sacct_records(verdicts):
@@ -59,6 +69,11 @@ def test_a_bare_cancellation_of_a_cancelled_attempt_stays_its_reason(verdicts):
 def test_slurmctld_names_the_node_that_did_not_boot(verdicts):
     v = verdicts["911"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.boot_failure", ["n3"])
+
+
+def test_slurmctlds_own_log_file_names_it_too(verdicts):
+    v = verdicts["914"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.boot_failure", ["n6"])
 
 
 def test_the_job_scripts_own_timeout_is_the_workloads_limit(verdicts):
