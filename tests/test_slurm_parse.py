@@ -327,6 +327,23 @@ def test_an_end_in_the_repeated_autumn_hour_is_read_by_the_elapsed_time():
                     "43": "2024-10-27T00:40:20+00:00"}
 
 
+def test_a_start_in_the_repeated_autumn_hour_is_never_before_the_submission():
+    """01:05 on 1 November 2026 happened twice in Chicago (CDT, then CST). A job submitted
+    at 01:58:10 (CDT: the first pass, the only one that leaves 01:05 after it) started at
+    the second 01:05, and ran 27 s from there; one submitted at 00:50 started at the first."""
+    header = "JobID|JobIDRaw|JobName|User|Submit|State|ExitCode|Start|End|Elapsed|NodeList|AllocTRES"
+    text = "\n".join([
+        header,
+        "51|51|t|u|2026-11-01T01:58:10|FAILED|1:0|2026-11-01T01:05:00|2026-11-01T01:05:27|00:00:27|n1|gres/gpu=8,node=1",
+        "52|52|t|u|2026-11-01T00:50:00|FAILED|1:0|2026-11-01T01:05:00|2026-11-01T01:05:27|00:00:27|n1|gres/gpu=8,node=1",
+    ])
+    rows, bad = parse_sacct(text, origin="dst", timezone="America/Chicago")
+    assert bad.is_empty()
+    spans = {r["job_id"]: (r["start_ts"].isoformat(), r["end_ts"].isoformat()) for r in rows.to_dicts()}
+    assert spans == {"51": ("2026-11-01T07:05:00+00:00", "2026-11-01T07:05:27+00:00"),
+                     "52": ("2026-11-01T06:05:00+00:00", "2026-11-01T06:05:27+00:00")}
+
+
 def test_daily_dumps_that_each_list_some_runs_of_a_requeued_job_give_each_run_one_id(tmp_path):
     """A nightly landing of each day's saved dump: the day the job was requeued lists both
     of its runs, the next day only the run that went on past midnight, the day after a run

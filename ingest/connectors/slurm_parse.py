@@ -71,6 +71,16 @@ def _end_ts(end: pl.Expr, start: pl.Expr, elapsed: pl.Expr, tz: str) -> pl.Expr:
     return pl.when((early != late) & (late == by_elapsed)).then(late).otherwise(early)
 
 
+def _start_ts(start: pl.Expr, submit: pl.Expr, tz: str) -> pl.Expr:
+    """``Start`` in UTC. A local time the autumn change repeats is read as its earlier
+    instant, unless that instant is before the job was submitted (whose own time is taken
+    at its earlier instant too): a job cannot start before its submission, so it started
+    in the second pass of the hour."""
+    early, late = _parse_ts(start, tz), _parse_ts(start, tz, "latest")
+    submitted = _parse_ts(submit, tz)
+    return pl.when((early != late) & (submitted > early).fill_null(False)).then(late).otherwise(early)
+
+
 def _bad_ts(col: str, tz: str) -> pl.Expr:
     """A reason when ``col`` holds text that is neither a time nor a null token."""
     raw = pl.col(col).str.strip_chars()
@@ -184,8 +194,9 @@ def parse_parsable2(
         _null_token(pl.col("User")).alias("user"),
         _null_token(pl.col("Partition")).alias("partition"),
         _parse_ts(pl.col("Submit"), timezone).alias("submit_ts"),
-        _parse_ts(pl.col("Start"), timezone).alias("start_ts"),
-        _end_ts(pl.col("End"), _parse_ts(pl.col("Start"), timezone), pl.col("Elapsed"), timezone).alias("end_ts"),
+        _start_ts(pl.col("Start"), pl.col("Submit"), timezone).alias("start_ts"),
+        _end_ts(pl.col("End"), _start_ts(pl.col("Start"), pl.col("Submit"), timezone), pl.col("Elapsed"),
+                timezone).alias("end_ts"),
         pl.col("State").str.strip_chars().alias("raw_state"),
         code.alias("exit_code"),
         pl.when(sig != 0).then(sig).alias("signal"),
