@@ -172,6 +172,25 @@ def test_a_job_output_dated_in_the_wrong_year_moves_to_its_jobs_year(tmp_path, y
     assert banner["ts"].to_list() == [ts(2020, 7, 3, 2, 59, 56)]
 
 
+def test_a_job_that_started_in_the_repeated_hour_printed_in_its_second_pass(tmp_path):
+    """1 November 2026, Chicago: 01:00–02:00 happened twice. A job that started at 01:05
+    CST (07:05 UTC, the second pass) stamps its glog lines 01:05–01:06 without a zone; read
+    at their earlier instant (CDT) they would precede the job by an hour. They, and the
+    unstamped traceback line under them, take the second pass. A stamp with an offset
+    keeps its instant."""
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [job_4242(ts(2026, 11, 1, 7, 5), ts(2026, 11, 1, 7, 6))])
+    out = tmp_path / "slurm-4242.out"
+    out.write_text(
+        "[rank0]:[E1101 01:05:20.000000001 ProcessGroupNCCL.cpp:607] [Rank 0] CUDA error: invalid device ordinal\n"
+        "Traceback (most recent call last):\n"
+        "[2026-11-01T01:05:21-05:00] rank 0 exiting\n")
+    land_log_files(lake, [out], cluster=CLUSTER, year=2026, timezone="America/Chicago")
+    got = observations(lake).sort("origin").select("ts", "ts_source").rows()
+    assert got == [(ts(2026, 11, 1, 7, 5, 20), "line"), (ts(2026, 11, 1, 7, 5, 20), "inferred"),
+                   (ts(2026, 11, 1, 6, 5, 21), "line")]
+
+
 def test_a_job_output_weeks_away_from_its_job_keeps_its_stamps(tmp_path):
     lake = Lake(tmp_path / "lake")
     land_attempts(lake, [job_4242(ts(2026, 11, 1, 18, 0), ts(2026, 11, 1, 19, 0))])

@@ -336,12 +336,15 @@ def test_a_start_in_the_repeated_autumn_hour_is_never_before_the_submission():
         header,
         "51|51|t|u|2026-11-01T01:58:10|FAILED|1:0|2026-11-01T01:05:00|2026-11-01T01:05:27|00:00:27|n1|gres/gpu=8,node=1",
         "52|52|t|u|2026-11-01T00:50:00|FAILED|1:0|2026-11-01T01:05:00|2026-11-01T01:05:27|00:00:27|n1|gres/gpu=8,node=1",
+        # An Elapsed a second off (rounded elsewhere): the end still cannot precede the start.
+        "53|53|t|u|2026-11-01T01:58:10|FAILED|1:0|2026-11-01T01:05:00|2026-11-01T01:05:27|00:00:28|n1|gres/gpu=8,node=1",
     ])
     rows, bad = parse_sacct(text, origin="dst", timezone="America/Chicago")
     assert bad.is_empty()
     spans = {r["job_id"]: (r["start_ts"].isoformat(), r["end_ts"].isoformat()) for r in rows.to_dicts()}
     assert spans == {"51": ("2026-11-01T07:05:00+00:00", "2026-11-01T07:05:27+00:00"),
-                     "52": ("2026-11-01T06:05:00+00:00", "2026-11-01T06:05:27+00:00")}
+                     "52": ("2026-11-01T06:05:00+00:00", "2026-11-01T06:05:27+00:00"),
+                     "53": ("2026-11-01T07:05:00+00:00", "2026-11-01T07:05:27+00:00")}
 
 
 def test_daily_dumps_that_each_list_some_runs_of_a_requeued_job_give_each_run_one_id(tmp_path):

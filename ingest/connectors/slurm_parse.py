@@ -64,11 +64,13 @@ def _elapsed_s(col: pl.Expr) -> pl.Expr:
 
 def _end_ts(end: pl.Expr, start: pl.Expr, elapsed: pl.Expr, tz: str) -> pl.Expr:
     """``End`` in UTC. A local time the autumn change repeats is read as its earlier instant
-    (what Slurm's own time zone rules would give), unless ``Elapsed`` says the later one:
-    the start plus the elapsed time is the end whatever the clocks did."""
+    (what Slurm's own time zone rules would give), unless ``Elapsed`` says the later one
+    (the start plus the elapsed time is the end whatever the clocks did) or the earlier one
+    is before the start."""
     early, late = _parse_ts(end, tz), _parse_ts(end, tz, "latest")
     by_elapsed = start + pl.duration(seconds=_elapsed_s(elapsed))
-    return pl.when((early != late) & (late == by_elapsed)).then(late).otherwise(early)
+    later = (late == by_elapsed).fill_null(False) | (early < start).fill_null(False)
+    return pl.when((early != late) & later).then(late).otherwise(early)
 
 
 def _start_ts(start: pl.Expr, submit: pl.Expr, tz: str) -> pl.Expr:

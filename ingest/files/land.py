@@ -22,7 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from ingest.files.common import (
-    PLACEMENT_COLUMNS, TS_DTYPE, FileBatch, FilesError, ParseContext, check_timezone, lines_of, read_bytes,
+    PLACEMENT_COLUMNS, TS_DTYPE, ZONELESS, FileBatch, FilesError, ParseContext, check_timezone, lines_of, read_bytes,
     short_host,
 )
 from ingest.files.detect import check_source
@@ -264,12 +264,15 @@ def candidate_attempts(files: pl.DataFrame, attempts: pl.DataFrame, *, attempt_i
     ).drop("attempt_index", "_het")
 
 
-def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
+def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame, timezone: str = "UTC") -> pl.DataFrame:
     """Set each line's ``attempt_id``, map ranks to nodes, date stampless files — for every
     file of a batch at once (``cands`` from :func:`candidate_attempts`).
 
     A file whose stamps sit whole years away from its attempts (a year-less format dated
-    by a copied file's mtime) is moved to its attempts' year first (:func:`_year_from_attempts`).
+    by a copied file's mtime) is moved to its attempts' year first (:func:`_year_from_attempts`),
+    and a zoneless stamp of the hour the autumn change repeats (in ``timezone``, the
+    landing's) that its earlier reading puts before its attempts started takes the later
+    one (:func:`_fold_from_attempts`).
     With several attempts (a requeued job), a line belongs to the last attempt that had
     started by its time (lines before the first start go to the first attempt; a file with
     no stamp at all goes to the last attempt, and its lines take that attempt's start
@@ -291,7 +294,8 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
         return untied_ranks(obs)
     # The joins below carry only the columns they read and write; the result replaces those
     # columns of ``obs``.
-    tied = obs.select("file", "ts", "ts_source", "rank", "node", *PLACEMENT_COLUMNS, "_backfilled")
+    tied = obs.select("file", "ts", "ts_source", "rank", "node", *PLACEMENT_COLUMNS, "_backfilled",
+                      pl.col(ZONELESS) if ZONELESS in obs.columns else pl.lit(False).alias(ZONELESS))
     stampless = tied.group_by("file").agg((pl.col("ts_source") == "ingest").all().alias("_stampless"))
     # Nothing dates the lines of a stampless file: Slurm rewrites the output file on
     # requeue unless told to append, so it most likely holds the last attempt.
@@ -306,6 +310,7 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
         ((pl.len() > 1) & pl.col("start_ts").is_not_null().all()).alias("_split"),
     )
     tied = _year_from_attempts(tied.join(per_file, on="file", how="left", maintain_order="left"))
+    tied = _fold_from_attempts(tied, timezone)
     # A file with no stamp at all, and the lines before a file's first stamp (which they
     # only bound from above), date from the attempt's start.
     start = pl.col("_first_start")
@@ -470,6 +475,31 @@ def _year_from_attempts(tied: pl.DataFrame) -> pl.DataFrame:
     return tied.with_columns(pl.when(moves).then(moved).otherwise(ts).alias("ts"))
 
 
+FOLD_SLACK = timedelta(minutes=2)
+"""How far before its attempt's start a job output's line may lie and still count as its
+(:func:`_fold_from_attempts`): the batch script's first lines precede the recorded start by
+nothing, a clock a little behind by seconds."""
+
+
+def _fold_from_attempts(tied: pl.DataFrame, timezone: str) -> pl.DataFrame:
+    """Read the zoneless stamps of a tied file's lines that fall in the hour the autumn
+    change repeats at their later instant when the earlier one is before their attempt
+    started and the later one is not (give or take :data:`FOLD_SLACK`): a job that started
+    in the repeated hour printed its first lines in the second pass of it (glog and
+    Python logging stamps carry no zone). Lines that inherited such a stamp move with it."""
+    start = pl.col("_first_start")
+    movable = (pl.col(ZONELESS) | (pl.col("ts_source") == "inferred")) & (pl.col("ts") < start - FOLD_SLACK)
+    if timezone == "UTC" or not tied.select(movable.fill_null(False).any()).item():
+        return tied
+    wall = pl.col("ts").dt.convert_time_zone(timezone).dt.replace_time_zone(None)
+    later = wall.dt.replace_time_zone(timezone, ambiguous="latest", non_existent="null").dt.convert_time_zone("UTC")
+    end = pl.coalesce("_last_end", "_first_start")
+    moves = movable & (later != pl.col("ts")) & (later >= start - FOLD_SLACK) & (later <= end + FOLD_SLACK)
+    return tied.with_columns(
+        pl.when(moves.fill_null(False)).then(later).otherwise(pl.col("ts")).cast(TS_DTYPE).alias("ts")
+    )
+
+
 def lake_slices(parsed: ParsedBatch, obs: pl.DataFrame) -> Iterator[tuple[str, str | None, pl.DataFrame, pl.Series]]:
     """What one parsed batch lands as: ``(table, source, rows, input_ids)`` — observations
     once per source partition, then the rejects of every file of the batch. A file whose
@@ -501,7 +531,7 @@ def tied_batches(
             return None
         parsed = parse_batch(batch, ctx, source)
         cands = candidate_attempts(parsed.files, attempts, attempt_id=attempt_id)
-        return parsed, tie_to_attempts(parsed.observations, cands)
+        return parsed, tie_to_attempts(parsed.observations, cands, ctx.timezone)
 
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(prepare)

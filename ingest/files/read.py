@@ -102,7 +102,7 @@ def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) 
     files = files.join(zoneless, on="file", how="left", maintain_order="left").with_columns(
         pl.col(ZONELESS).fill_null(0))
     observations = accepted.with_columns(pl.lit(None, dtype=pl.String).alias("attempt_id"), origin).select(
-        *OBSERVATIONS.names, "file", "source", *PLACEMENT_COLUMNS, "_backfilled"
+        *OBSERVATIONS.names, "file", "source", *PLACEMENT_COLUMNS, "_backfilled", ZONELESS
     )
     rejects = frame.filter(pl.col("reason").is_not_null()).select(
         pl.lit(ctx.ingest_time, dtype=TS_DTYPE).alias("ts_ingest"),
