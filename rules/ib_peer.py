@@ -22,14 +22,19 @@ read from NCCL's own INFO banners (``Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/
 (Open MPI's openib BTL prints ``from <host> to: <peer host>``) is that node of the attempt.
 Without either, a node never names its own address: when every reporting node but one names
 the shared peer and that one node names only other peers (no more of them than there are
-nodes naming the shared one), that node is the shared end. Its reports stay root candidates
+nodes naming the shared one), that node is the shared end; when every reporting node names
+it, none of them is it, and the one node of the attempt that reported nothing is; with
+several such nodes, nothing says which: one root on no node stands for the reports, which
+become ``context``, never ``definitive``. Neither applies when another fault is a root of
+the attempt (an OOM kill, a GPU off the bus): the precedence rules weigh it against the
+reports. Its reports stay root candidates
 and the other nodes' reports become cascades of its first one; a shared end known by its
 address that reported nothing itself (its log lost with it) gets a root candidate of its
 own, of which every report is a cascade; when that silent end's own kernel reported a fault
 of its GPU or host stamped after the attempt ended (:data:`LATE_DOMAINS`), the reports are
-that fault's cascades instead. When nothing maps the address and the shared end reported
-nothing, or two nodes only name each other, nothing tells the ends apart and the reports
-stay as they are.
+that fault's cascades instead. When nothing maps the address, the shared end reported
+nothing and several nodes of the attempt did, or two nodes only name each other, nothing
+tells the ends apart and the reports stay as they are.
 
 Connections that share no end at all (at least :data:`SCATTERED_NODES` reporting nodes,
 each peer named by one of them only: pairs of nodes across the job that have nothing in
@@ -125,9 +130,36 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .filter((pl.len().over("attempt_id") == 1) & (pl.col("_peers") <= pl.col("_by")))
         .select("attempt_id", pl.col("node").alias("_end"))
     )
-    ends = pl.concat([by_address, inferred.join(by_address, on="attempt_id", how="anti")])
+    # Or, when every reporting node names the shared peer (so none of them is it) and the
+    # attempt has one node that reported nothing, that node; unless another fault is a root
+    # of the attempt already (an OOM kill, a dead GPU), which the other rules weigh against
+    # the reports.
+    reporters = pairs.group_by("attempt_id").agg(pl.col("node").n_unique().alias("_reporters"))
+    other_roots = events.filter(
+        (pl.col("role") == "root_candidate") & pl.col("attempt_id").is_not_null() & ~pl.col("event").is_in(EVENTS)
+    ).select("attempt_id").unique()
+    named_by_all = (
+        shared.join(reporters, on="attempt_id").filter(pl.col("_by") == pl.col("_reporters"))
+        .join(other_roots, on="attempt_id", how="anti")
+    )
+    silent = (
+        names.join(pairs.select("attempt_id", "node").unique(), on=["attempt_id", "node"], how="anti")
+        .filter(pl.len().over("attempt_id") == 1)
+        .join(named_by_all, on="attempt_id", how="semi")
+        .select("attempt_id", pl.col("node").alias("_end"))
+    )
+    known = pl.concat([by_address, inferred.join(by_address, on="attempt_id", how="anti")])
+    ends = pl.concat([known, silent.join(known, on="attempt_id", how="anti")])
     ordered = reports.sort("attempt_id", "ts", "event_id")
     events = _scattered(events, ordered, pairs, named)
+    # Every reporting node names the shared peer, nothing says which node it is, and several
+    # nodes reported nothing: it is one of those, not a reporter.
+    unplaced = (
+        named_by_all.filter(pl.col("_reporters") >= 2)
+        .join(ends, on="attempt_id", how="anti")
+        .select("attempt_id", "_shared")
+    )
+    events = _unplaced(events, ordered, unplaced)
     if ends.is_empty():
         return events
     first = (
@@ -175,6 +207,32 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     return pl.concat([link_to_roots(events, around, "cascade"), added])
 
 
+def _unplaced(events: pl.DataFrame, ordered: pl.DataFrame, unplaced: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the reports of ``unplaced`` attempts (``attempt_id``, ``_shared``:
+    every reporting node names that one peer, which no node of the attempt is known by)
+    made ``context``, and one root added for each at its first report, on no node: the
+    shared end is one of the nodes that reported nothing, none of the reporters. Nothing
+    says which, so it is never ``definitive``."""
+    if unplaced.is_empty():
+        return events
+    first = ordered.join(unplaced, on="attempt_id").group_by("attempt_id", maintain_order=True).first()
+    added = new_events(
+        first.select(
+            *ROOT_COLUMNS,
+            pl.lit(None, dtype=pl.String).alias("node"),
+            pl.concat_str([
+                pl.lit("every failing connection of the attempt names "), pl.col("_shared"),
+                pl.lit(", an end no node of the attempt is known by: one of the nodes that reported nothing, "
+                       "not a reporting node, lost its link, port or HCA"),
+            ]).alias("message"),
+            pl.struct(pl.col("_shared").alias("peer")).struct.json_encode().alias("params"),
+        ),
+        events, rule_id=RULE_ID, event=SILENT_END_EVENT, domain="network", cause="network.transport_retry_exceeded",
+        role="root_candidate", action="check_fabric_port",
+    )
+    return pl.concat([_as_context(events, ordered.join(unplaced, on="attempt_id")), added])
+
+
 def _scattered(events: pl.DataFrame, ordered: pl.DataFrame, pairs: pl.DataFrame, named: pl.DataFrame) -> pl.DataFrame:
     """``events`` with the reports of attempts whose failing connections share no end made
     ``context``, and one root of the fabric's added for each such attempt at its first
@@ -202,7 +260,12 @@ def _scattered(events: pl.DataFrame, ordered: pl.DataFrame, pairs: pl.DataFrame,
         events, rule_id=RULE_ID, event=SCATTERED_EVENT, domain="network", cause="network.transport_retry_exceeded",
         role="root_candidate", action="check_fabric_port",
     )
-    symptoms = ordered.join(scattered, on="attempt_id").select("attempt_id", "event_id")
-    demoted = events.join(symptoms.with_columns(_demoted=pl.lit(True)), on=["attempt_id", "event_id"], how="left",
-                          maintain_order="left")["_demoted"].fill_null(False)
-    return pl.concat([with_role(events, demoted, "context"), added])
+    return pl.concat([_as_context(events, ordered.join(scattered, on="attempt_id")), added])
+
+
+def _as_context(events: pl.DataFrame, reports: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the rows of ``reports`` (by ``attempt_id`` and ``event_id``) made
+    ``context``: reports that a root on no node stands for."""
+    keys = reports.select("attempt_id", "event_id").with_columns(_demoted=pl.lit(True))
+    demoted = events.join(keys, on=["attempt_id", "event_id"], how="left", maintain_order="left")["_demoted"]
+    return with_role(events, demoted.fill_null(False), "context")

@@ -2,8 +2,8 @@
 attempt all touch one node (the others name its address, it names theirs), that node is the
 culprit; so is the node whose NCCL bootstrap banner shows the shared address, even when it
 reported nothing, and the node an Open MPI openib report names by its host, and the one peer
-the one reporting node names; when nothing maps the address and the shared end reported nothing, or two
-nodes only name each other, every reporting node stays a suspect. EFA's unresponsive-peer
+the one reporting node names, and the one node that reported nothing when every reporting
+node names one unmapped address; two nodes that only name each other stay suspects. EFA's unresponsive-peer
 errors (by instance id) and NCCL socket timeouts (by address) are read the same way. Real
 NCCL lines, landed through the Slurm connector and the files landing, attributed by a run."""
 
@@ -30,6 +30,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 807|807|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[26-27]|gres/gpu=16,node=2
 808|808|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[28-30]|gres/gpu=24,node=3
 809|809|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[31-33]|gres/gpu=24,node=3
+810|810|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[34-37]|gres/gpu=32,node=4
 """
 
 
@@ -88,7 +89,8 @@ def verdicts(tmp_path_factory):
         (4, "n1", "10.22.0.3"), (5, "n1", "10.22.0.3"), (12, "n2", "10.22.0.3"),
         (20, "n3", "10.22.0.1"), (21, "n3", "10.22.0.2"),
     ))
-    # Everyone names 10.22.0.6 (n6), which printed nothing: no reporting node is the shared end.
+    # Everyone names 10.22.0.6, which no banner maps: no reporting node is the shared end,
+    # and n6, the one node that reported nothing, is.
     (logs / "slurm-801.out").write_text(output((4, "n4", "10.22.0.6"), (12, "n5", "10.22.0.6")))
     # Two nodes that only name each other: either end may be the broken one.
     (logs / "slurm-802.out").write_text(output((4, "n7", "10.22.0.8"), (12, "n8", "10.22.0.7")))
@@ -130,6 +132,9 @@ def verdicts(tmp_path_factory):
                                     bootstrap(16, "n33", "10.22.0.33")))
         + f"0: [2026-11-20 08:40:00,000] {ITERATION}\n"
         + "".join(socket_timed_out(*r) + "\n" for r in ((4, "n31", "10.22.0.33"), (12, "n32", "10.22.0.33"))))
+    # n34 and n35 both name 10.22.0.99, which no banner maps; n36 and n37 said nothing:
+    # the shared end is one of them, not a reporter.
+    (logs / "slurm-810.out").write_text(output((4, "n34", "10.22.0.99"), (12, "n35", "10.22.0.99")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -141,8 +146,11 @@ def test_the_node_every_failing_connection_touches_is_the_culprit(verdicts):
     assert v["affected_nodes"] == ["n1", "n2"]
 
 
-def test_a_silent_shared_end_leaves_every_reporter_a_suspect(verdicts):
-    assert verdicts["801"]["culprit_nodes"] == ["n4", "n5"]
+def test_the_one_silent_node_is_the_unmapped_shared_end_every_reporter_names(verdicts):
+    v = verdicts["801"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n6"])
+    assert v["quality"] != "definitive"
+    assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"cascade"}
 
 
 def test_two_nodes_naming_each_other_stay_suspects(verdicts):
@@ -212,3 +220,10 @@ def test_socket_timeouts_on_one_address_name_its_node(verdicts):
     v = verdicts["809"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n33"])
     assert {e["role"] for e in v["evidence"] if e["rule_id"] == "comm.nccl_socket_call_failed"} == {"cascade"}
+
+
+def test_an_unmapped_shared_end_among_several_silent_nodes_blames_no_reporter(verdicts):
+    v = verdicts["810"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", [])
+    assert v["quality"] != "definitive"
+    assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"context"}
