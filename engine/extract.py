@@ -36,6 +36,7 @@ import polars as pl
 
 from engine.rules.loader import OUTCOME_FIELDS, RulePack, regex_for
 from engine.rules.model import ExtractRule, parse_duration
+from ingest.hostlist import expand_hostlist
 from ingest.lake import Derivation, Lake
 from ingest.schema import EVENTS
 
@@ -284,7 +285,36 @@ def _extract(
         ])
     if ordered:
         events = events.sort(ORDER, nulls_last=True, maintain_order=True)
-    return events.collect()
+    return _one_per_listed_node(events.collect())
+
+
+def _one_per_listed_node(events: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with every event whose node is a Slurm hostlist (slurmctld's ``Nodes
+    gn[033-040] not responding, setting DOWN`` names all the nodes that went down together)
+    repeated once per node it lists, in the list's place: each is that node's event (its id
+    suffixed ``#<node>``). A list that does not expand stays as it is."""
+    listed = pl.col("node").str.contains(r"[\[,]").fill_null(False)
+    if not events.select(listed.any()).item():
+        return events
+    expanded = {}
+    for expr in events.filter(listed)["node"].unique().to_list():
+        try:
+            expanded[expr] = [node.lower() for node in expand_hostlist(expr)]
+        except ValueError:
+            continue
+    if not expanded:
+        return events
+    lists = pl.DataFrame({"node": list(expanded), "_nodes": list(expanded.values())},
+                         schema={"node": pl.String, "_nodes": pl.List(pl.String)})
+    rows = events.with_row_index("_row")
+    split = (
+        rows.join(lists, on="node").explode("_nodes")
+        .with_columns(pl.col("_nodes").alias("node"),
+                      pl.concat_str([pl.col("event_id"), pl.lit("#"), pl.col("_nodes")]).alias("event_id"))
+        .drop("_nodes")
+    )
+    kept = rows.join(lists.select("node"), on="node", how="anti")
+    return pl.concat([kept, split.select(kept.columns)]).sort("_row", maintain_order=True).drop("_row")
 
 
 def extract_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl.DataFrame:

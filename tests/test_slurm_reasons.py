@@ -2,8 +2,8 @@
 connector, the files landing and a run: a bare cancellation banner yields to the reason
 sacct's state gives (DEADLINE), slurmctld's ResumeTimeout line names the cloud node that
 never booted for a BOOT_FAIL attempt of several nodes (in the controller's syslog or in
-slurmctld's own log file), and the job script's own
-``timeout --verbose`` is the workload's limit, not an unexplained exit 137."""
+slurmctld's own log file), the nodes it lists together as down are each named, and the job
+script's own ``timeout --verbose`` is the workload's limit, not an unexplained exit 137."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 912|912|train|alice|FAILED|137:0|2026-11-20T08:00:00|2026-11-20T09:30:00|n4|gres/gpu=8,node=1
 913|913|train|alice|CANCELLED by 1000|0:15|2026-11-20T08:00:00|2026-11-20T09:00:00|n5|gres/gpu=8,node=1
 914|914|train|alice|BOOT_FAIL|0:0|2026-11-20T08:30:00|2026-11-20T08:40:03|n[6-7]|gres/gpu=16,node=2
+915|915|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T08:51:40|n[8-10]|gres/gpu=24,node=3
 """
 
 
@@ -39,7 +40,10 @@ def verdicts(tmp_path_factory):
     (logs / "ctl1.log").write_text(syslog(
         "ctl1", ("08:00:02", "slurmctld[1201]: sched: Allocate JobId=911 NodeList=n[2-3] #CPUs=192 Partition=gpu"),
         ("08:04:10", "slurmctld[1201]: Node n2 now responding"),
-        ("08:10:04", "slurmctld[1201]: node n3 not resumed by ResumeTimeout(600) - marking down and power_save")))
+        ("08:10:04", "slurmctld[1201]: node n3 not resumed by ResumeTimeout(600) - marking down and power_save"),
+        # A rack lost power: slurmctld names the nodes that went down together as one
+        # hostlist (ping_nodes.c: "Nodes %s not responding, setting DOWN").
+        ("08:51:39", "slurmctld[1201]: error: Nodes n[8-9] not responding, setting DOWN")))
     # coreutils' timeout.c: "sending signal %s to command %s", quoted ‘…’ in a UTF-8 locale.
     (logs / "slurm-912.out").write_text(f"0: [2026-11-20 09:20:00,000] {ITERATION}\n"
                                         "timeout: sending signal KILL to command ‘srun’\n"
@@ -74,6 +78,11 @@ def test_slurmctld_names_the_node_that_did_not_boot(verdicts):
 def test_slurmctlds_own_log_file_names_it_too(verdicts):
     v = verdicts["914"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.boot_failure", ["n6"])
+
+
+def test_nodes_slurmctld_lists_together_are_each_named(verdicts):
+    v = verdicts["915"]
+    assert (v["domain"], v["culprit_nodes"]) == ("host", ["n8", "n9"])
 
 
 def test_the_job_scripts_own_timeout_is_the_workloads_limit(verdicts):
