@@ -210,62 +210,58 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
 def _unplaced(events: pl.DataFrame, ordered: pl.DataFrame, unplaced: pl.DataFrame) -> pl.DataFrame:
     """``events`` with the reports of ``unplaced`` attempts (``attempt_id``, ``_shared``:
     every reporting node names that one peer, which no node of the attempt is known by)
-    made ``context``, and one root added for each at its first report, on no node: the
-    shared end is one of the nodes that reported nothing, none of the reporters. Nothing
-    says which, so it is never ``definitive``."""
-    if unplaced.is_empty():
-        return events
-    first = ordered.join(unplaced, on="attempt_id").group_by("attempt_id", maintain_order=True).first()
-    added = new_events(
-        first.select(
-            *ROOT_COLUMNS,
-            pl.lit(None, dtype=pl.String).alias("node"),
-            pl.concat_str([
-                pl.lit("every failing connection of the attempt names "), pl.col("_shared"),
-                pl.lit(", an end no node of the attempt is known by: one of the nodes that reported nothing, "
-                       "not a reporting node, lost its link, port or HCA"),
-            ]).alias("message"),
-            pl.struct(pl.col("_shared").alias("peer")).struct.json_encode().alias("params"),
-        ),
-        events, rule_id=RULE_ID, event=SILENT_END_EVENT, domain="network", cause="network.transport_retry_exceeded",
-        role="root_candidate", action="check_fabric_port",
-    )
-    return pl.concat([_as_context(events, ordered.join(unplaced, on="attempt_id")), added])
+    standing for one root on no node (:func:`_root_on_no_node`): the shared end is one of
+    the nodes that reported nothing, none of the reporters, and nothing says which."""
+    message = pl.concat_str([
+        pl.lit("every failing connection of the attempt names "), pl.col("_shared"),
+        pl.lit(", an end no node of the attempt is known by: one of the nodes that reported nothing, "
+               "not a reporting node, lost its link, port or HCA"),
+    ])
+    params = pl.struct(pl.col("_shared").alias("peer")).struct.json_encode()
+    return _root_on_no_node(events, ordered, unplaced, SILENT_END_EVENT, message, params)
 
 
 def _scattered(events: pl.DataFrame, ordered: pl.DataFrame, pairs: pl.DataFrame, named: pl.DataFrame) -> pl.DataFrame:
-    """``events`` with the reports of attempts whose failing connections share no end made
-    ``context``, and one root of the fabric's added for each such attempt at its first
-    report (see the module docstring). ``ordered``: the reports by time; ``pairs``: each
-    reporting node and peer it names; ``named``: how many nodes name each peer."""
+    """``events`` with the reports of attempts whose failing connections share no end
+    standing for one root of the fabric's (:func:`_root_on_no_node`; see the module
+    docstring). ``ordered``: the reports by time; ``pairs``: each reporting node and peer it
+    names; ``named``: how many nodes name each peer."""
     scattered = (
         named.group_by("attempt_id").agg(pl.col("_by").max().alias("_most"))
         .join(pairs.group_by("attempt_id").agg(pl.col("node").n_unique().alias("_nodes")), on="attempt_id")
         .filter((pl.col("_most") == 1) & (pl.col("_nodes") >= SCATTERED_NODES))
         .select("attempt_id", "_nodes")
     )
-    if scattered.is_empty():
+    message = pl.concat_str([
+        pl.lit("the failing connections of "), pl.col("_nodes").cast(pl.String),
+        pl.lit(" nodes share no end (each names a peer no other names): the fabric between them dropped "
+               "their traffic, not one node's link or HCA"),
+    ])
+    return _root_on_no_node(events, ordered, scattered, SCATTERED_EVENT, message)
+
+
+def _root_on_no_node(
+    events: pl.DataFrame, ordered: pl.DataFrame, attempts: pl.DataFrame, event: str, message: pl.Expr,
+    params: pl.Expr | None = None,
+) -> pl.DataFrame:
+    """``events`` with the reports of ``attempts`` (one row each, the columns ``message``
+    and ``params`` read) made ``context`` and one root ``event`` on no node added for each
+    at its first report (``ordered``: the reports by time). Nothing corroborates such a
+    root, so it is never ``definitive``."""
+    if attempts.is_empty():
         return events
-    first = ordered.join(scattered, on="attempt_id").group_by("attempt_id", maintain_order=True).first()
+    reports = ordered.join(attempts, on="attempt_id")
+    first = reports.group_by("attempt_id", maintain_order=True).first()
     added = new_events(
         first.select(
             *ROOT_COLUMNS,
             pl.lit(None, dtype=pl.String).alias("node"),
-            pl.concat_str([
-                pl.lit("the failing connections of "), pl.col("_nodes").cast(pl.String),
-                pl.lit(" nodes share no end (each names a peer no other names): the fabric between them dropped "
-                       "their traffic, not one node's link or HCA"),
-            ]).alias("message"),
+            message.alias("message"),
+            *([params.alias("params")] if params is not None else []),
         ),
-        events, rule_id=RULE_ID, event=SCATTERED_EVENT, domain="network", cause="network.transport_retry_exceeded",
+        events, rule_id=RULE_ID, event=event, domain="network", cause="network.transport_retry_exceeded",
         role="root_candidate", action="check_fabric_port",
     )
-    return pl.concat([_as_context(events, ordered.join(scattered, on="attempt_id")), added])
-
-
-def _as_context(events: pl.DataFrame, reports: pl.DataFrame) -> pl.DataFrame:
-    """``events`` with the rows of ``reports`` (by ``attempt_id`` and ``event_id``) made
-    ``context``: reports that a root on no node stands for."""
     keys = reports.select("attempt_id", "event_id").with_columns(_demoted=pl.lit(True))
     demoted = events.join(keys, on=["attempt_id", "event_id"], how="left", maintain_order="left")["_demoted"]
-    return with_role(events, demoted.fill_null(False), "context")
+    return pl.concat([with_role(events, demoted.fill_null(False), "context"), added])
