@@ -15,9 +15,9 @@ skew`` across nodes, ``tie_window`` on one node):
 
 When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
 TIMEOUT → ``scheduler.time_limit``…) is the fallback root (so it is when the only root is
-a cancellation that gives no reason and the state gives one: DEADLINE); it names no culprit, except
-the node of a one-node attempt whose state blames the infrastructure (NODE_FAIL,
-BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A successful
+a cancellation that gives no reason and the state gives one: DEADLINE); it names no
+culprit, except the node of a one-node attempt whose state blames the infrastructure
+(NODE_FAIL, BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A successful
 attempt gets ``domain = none``.
 
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked

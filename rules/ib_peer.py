@@ -18,23 +18,24 @@ node reports (the other node of a two-node job died or hung, and its ranks said 
 had the link between them broken, both would report). Which node has that address is
 read from NCCL's own INFO banners (``Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/IB : Using
 [0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``) and the EFA errors' ``My host id:`` (the benign
-``network.nccl_address`` events' ``addr``), where exactly one node of the attempt printed it; a peer named by its host name
-(Open MPI's openib BTL prints ``from <host> to: <peer host>``) is that node of the attempt.
-Without either, a node never names its own address: when every reporting node but one names
-the shared peer and that one node names only other peers (no more of them than there are
-nodes naming the shared one), that node is the shared end; when every reporting node names
-it, none of them is it, and the one node of the attempt that reported nothing is; with
-several such nodes, nothing says which: one root on no node stands for the reports, which
-become ``context``, never ``definitive``. Neither applies when another fault is a root of
-the attempt (an OOM kill, a GPU off the bus): the precedence rules weigh it against the
-reports. Its reports stay root candidates
-and the other nodes' reports become cascades of its first one; a shared end known by its
-address that reported nothing itself (its log lost with it) gets a root candidate of its
-own, of which every report is a cascade; when that silent end's own kernel reported a fault
-of its GPU or host stamped after the attempt ended (:data:`LATE_DOMAINS`), the reports are
-that fault's cascades instead. When nothing maps the address, the shared end reported
-nothing and several nodes of the attempt did, or two nodes only name each other, nothing
-tells the ends apart and the reports stay as they are.
+``network.nccl_address`` events' ``addr``), where exactly one node of the attempt printed
+it; a peer named by its host name (Open MPI's openib BTL prints ``from <host> to: <peer
+host>``) is that node of the attempt. Without either, a node never names its own address:
+when every reporting node but one names the shared peer and that one node names only other
+peers (no more of them than there are nodes naming the shared one), that node is the shared
+end; when every reporting node names it, none of them is it, and the one node of the
+attempt that reported nothing is (unless another fault is a root of the attempt already,
+an OOM kill or a GPU off the bus, which the precedence rules weigh against the reports).
+
+The shared end's reports stay root candidates and the other nodes' reports become cascades
+of its first one; a shared end that reported nothing itself (its log lost with it) gets a
+root candidate of its own, of which every report is a cascade; when that silent end's own
+kernel reported a fault of its GPU or host stamped after the attempt ended
+(:data:`LATE_DOMAINS`), the reports are that fault's cascades instead. When every reporting
+node names one end nothing maps and several nodes reported nothing, the end is one of them,
+none of the reporters: one root on no node stands for the reports, which become
+``context``, never ``definitive``. When two nodes only name each other, nothing tells the
+ends apart and the reports stay as they are.
 
 Connections that share no end at all (at least :data:`SCATTERED_NODES` reporting nodes,
 each peer named by one of them only: pairs of nodes across the job that have nothing in
