@@ -237,6 +237,15 @@ def ingest_topology(
     report = run_connector(Lake(lake), TopologyConnector(options, cluster), None)
     if not _print_connector_reports([report]):
         raise typer.Exit(1)
+    if ibnetdiscover is not None:
+        from ingest.connectors.topology import ordinal_hca_nodes, read_ibnetdiscover
+
+        nodes = ordinal_hca_nodes(read_ibnetdiscover(ibnetdiscover))
+        if nodes:
+            err.print(f"warning: {ibnetdiscover}: {len(nodes)} node(s) ({', '.join(nodes[:3])}…) name their HCAs "
+                      "'HCA-<n>' in their node descriptions, where kernel and NCCL lines say mlx5_<n>: their "
+                      "ports map to no switch port. Land a --hca-ports file naming the devices, or give the "
+                      "hosts rdma-ndd's '<host> <device>' descriptions.")
 
 
 @ingest_app.command("static")

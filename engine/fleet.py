@@ -182,14 +182,17 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     """Note root causes shared by at least ``systemic_nodes`` culprit nodes whose first
     faults lie within ``systemic_window`` of each other (one outage, many victims). A root
     that names no culprit (a filesystem every node of the job lost: its server is at
-    fault) counts the attempt's affected nodes. The culprits of an ``ambiguous`` verdict
-    are counted for none: they are the suspects of competing explanations, not nodes the
-    cause was found on."""
+    fault) counts the attempt's affected nodes, but only beside another attempt with the
+    same cause: one job's own nodes all waiting on its fault say nothing of a shared
+    component. The culprits of an ``ambiguous`` verdict are counted for none: they are the
+    suspects of competing explanations, not nodes the cause was found on."""
     window = timedelta(seconds=config.seconds("systemic_window"))
-    struck = pl.when(pl.col("culprit_nodes").list.len() > 0).then("culprit_nodes").otherwise("affected_nodes")
+    named = pl.col("culprit_nodes").list.len() > 0
     roots = (
         verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE) & pl.col("first_fault_ts").is_not_null())
-        .select("attempt_id", "cluster", "cause", "first_fault_ts", struck.alias("culprit_nodes"), "quality")
+        .select("attempt_id", "cluster", "cause", "first_fault_ts",
+                pl.when(named).then("culprit_nodes").otherwise("affected_nodes").alias("culprit_nodes"),
+                (~named).alias("_affected"), "quality")
     )
     if roots.is_empty():
         return verdicts
@@ -202,12 +205,17 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
         .explode("_bucket")
         .rename({"first_fault_ts": "ts_other"})
     )
+    affected_only = pl.col("_affected")
     nearby = (
-        roots.drop("quality").with_columns(bucket.alias("_bucket"))
+        roots.drop("quality", "_affected").with_columns(bucket.alias("_bucket"))
         .join(others, on=["cluster", "cause", "_bucket"], suffix="_other")
         .filter((pl.col("ts_other") - pl.col("first_fault_ts")).abs() <= window)
         .group_by("attempt_id", "cause", "first_fault_ts")
-        .agg(pl.col("culprit_nodes_other").drop_nulls().n_unique().alias("nodes"))
+        .agg(
+            pl.col("culprit_nodes_other").filter(
+                ~affected_only | (pl.col("attempt_id_other").filter(affected_only).n_unique() >= 2)
+            ).drop_nulls().n_unique().alias("nodes")
+        )
         .filter(pl.col("nodes") >= config.systemic_nodes)
     )
     if nearby.is_empty():

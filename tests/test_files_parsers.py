@@ -142,6 +142,22 @@ def test_syslog_rfc3164_iso_and_rfc5424(tmp_path):
     assert "no syslog header" in parsed.rejects["reason"][0]
 
 
+def test_opensm_log_lines_are_the_subnet_managers_not_a_host_named_by_their_microseconds(tmp_path):
+    """opensm writes its own log with syslog's month-day-time, then microseconds, thread and
+    level where a host would be (osm_log.c: "%s %02d %02d:%02d:%02d %06d [%04X] 0x%02x -> "):
+    the lines are the subnet manager's, on ``--node``'s host, to the microsecond."""
+    lines = ["Nov 25 14:07:33 121004 [4E8006C0] 0x01 -> log_trap_info: Received Generic Notice type:1 num:128 "
+             "(Link state change) Producer:2 (Switch) from LID:5 TID:0x0000000200000080",
+             "Nov 25 14:07:33 159004 [4E8006C0] 0x02 -> SUBNET UP"]
+    parsed = read_log_file(write(tmp_path / "opensm.log", lines), year=2026, default_node="kes-sm01")
+    obs = parsed.observations
+    assert parsed.source == "syslog" and parsed.rejects.is_empty()
+    assert obs.select("node", "program").unique().rows() == [("kes-sm01", "opensm")]
+    assert obs["ts"].to_list() == [datetime(2026, 11, 25, 14, 7, 33, 121004, tzinfo=UTC),
+                                   datetime(2026, 11, 25, 14, 7, 33, 159004, tzinfo=UTC)]
+    assert obs["message"][1] == "SUBNET UP"
+
+
 def test_syslog_year_rollover_with_explicit_year(tmp_path):
     lines = [f"Dec 31 23:59:58 node1 kernel: {FALLEN_OFF[0]}", f"Jan  1 00:00:03 node1 kernel: {NVLINK_XID[0]}"]
     parsed = read_log_file(write(tmp_path / "syslog", lines), year=2025)

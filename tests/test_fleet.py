@@ -101,3 +101,22 @@ def test_a_shared_filesystem_outage_that_names_no_node_is_systemic_by_the_nodes_
         assert [e["rule_id"] for e in out[attempt]] == ["fleet.systemic"]
         assert "on 5 nodes" in out[attempt][0]["message"]
     assert out["d"] == []
+
+
+def test_one_jobs_own_nodes_waiting_on_its_fault_are_no_systemic_event():
+    """A verdict that names no culprit counts the nodes it struck only beside another job
+    with the same cause: one job's four nodes all failing on its own full /tmp, or its
+    transport errors, say nothing of a shared component."""
+    from datetime import UTC, datetime
+
+    from engine.decide import EVIDENCE_DTYPE
+    from engine.fleet import mark_systemic
+
+    verdicts = pl.DataFrame({
+        "attempt_id": ["a", "b"], "cluster": "c", "domain": "storage",
+        "cause": ["storage.disk_full", "network.transport_retry_exceeded"], "quality": "probable",
+        "first_fault_ts": [datetime(2026, 11, 20, 10, 20, tzinfo=UTC)] * 2,
+        "culprit_nodes": [[], []], "affected_nodes": [["n1", "n2", "n3", "n4"], ["n5", "n6", "n7", "n8"]],
+    }, schema_overrides={"culprit_nodes": pl.List(pl.String)}).with_columns(
+        pl.lit([], dtype=pl.List(EVIDENCE_DTYPE)).alias("evidence"))
+    assert all(r["evidence"] == [] for r in mark_systemic(verdicts, CONFIG).to_dicts())

@@ -136,3 +136,17 @@ def test_the_cli_lands_topology_files_and_says_what_is_missing(tmp_path):
     assert set(rows["kind"]) == {"hca_port", "gpu"} and (rows["cluster"] == "c1").all()
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 1 and "no file given" in result.output
+
+
+def test_the_cli_warns_when_ibnetdiscover_names_hcas_by_ordinal(tmp_path):
+    """Older OFED's node descriptions say ``<host> HCA-1``; the kernel and NCCL say
+    ``mlx5_0``: such ports map to no culprit port, and the landing says so."""
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    args = ["ingest", "topology", "--lake", str(tmp_path / "lake"), "--cluster", "c1",
+            "--ibnetdiscover", str(FIXTURES / "ibnetdiscover.txt")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "1 node(s) (H_32000…) name their HCAs 'HCA-<n>'" in " ".join(result.output.split())

@@ -162,6 +162,18 @@ def read_ibnetdiscover(path: Path) -> pl.DataFrame:
     return rows.unique(["node", "hca", "port"], keep="last", maintain_order=True)
 
 
+ORDINAL_HCA = r"^HCA-[0-9]+\b"
+"""An HCA a node description names by its ordinal (older OFED's ``<host> HCA-1``), where
+the kernel's and NCCL's lines name it by device (``mlx5_0``): nothing in the file says
+which device is which."""
+
+
+def ordinal_hca_nodes(rows: pl.DataFrame) -> list[str]:
+    """The nodes of ``hca_port`` rows (:func:`read_ibnetdiscover`) whose HCAs are named by
+    their ordinal (:data:`ORDINAL_HCA`): their switch ports match no port a log line names."""
+    return sorted(rows.filter(pl.col("hca").str.contains(ORDINAL_HCA))["node"].unique().to_list())
+
+
 def _read_table(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> pl.DataFrame:
     """A strict CSV/YAML table with exactly ``columns`` (all read as text, none empty) and
     any of ``optional`` (may be empty), plus ``origin``."""

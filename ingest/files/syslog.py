@@ -21,8 +21,12 @@ from ingest.files.common import ZONELESS, ParseContext, bsd_stamp_parts, parse_i
 PRI = r"(?:<[0-9]{1,3}>)?"
 RFC3164 = (
     PRI + r"(?P<mon>[A-Z][a-z]{2}) {1,2}(?P<day>[0-9]{1,2}) "
-    r"(?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) (?P<host>\S+) ?"
+    r"(?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) "
+    r"(?:(?P<osm_usec>[0-9]{6}) \[[0-9A-Fa-f]+\] 0x[0-9a-f]{2} -> |(?P<host>\S+) ?)"
 )
+"""An RFC 3164 header, or opensm's own log line (``Nov 25 14:07:33 121004 [4E8006C0] 0x01
+-> log_trap_info: …``: microseconds, thread and level where a host would be; the subnet
+manager's host is ``--node``'s)."""
 ISO_HEADER = (
     r"(?:<[0-9]{1,3}>(?P<v5424>1 )?)?"
     r"(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) "
@@ -42,7 +46,11 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     line = pl.col("line")
     frame = peel(lines, "line", RFC3164, "_bsd_rest")
     frame = peel(frame, "line", ISO_HEADER, "_iso_rest")
+    opensm = pl.col("osm_usec").is_not_null()
     frame = frame.with_columns(
+        pl.when(opensm).then(pl.concat_str([pl.col("time"), pl.col("osm_usec")], separator="."))
+        .otherwise(pl.col("time")).alias("time")
+    ).with_columns(
         *bsd_stamp_parts("mon", "day", "time"),
         pl.when(pl.col("_bsd_rest_prefix").is_not_null()).then(pl.col("_bsd_rest"))
         .otherwise(pl.col("_iso_rest")).alias("_body"),
@@ -52,14 +60,16 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         parse_iso(pl.col("iso"), ctx.timezone).alias("_iso_ts"),
     )
     is_5424 = pl.col("v5424").is_not_null()
-    frame = peel(frame, "_body", TAG, "msg")
+    # opensm's message has no tag: its header ended at "-> ".
+    frame = frame.with_columns(pl.when(~opensm).then(pl.col("_body")).alias("_tagged"))
+    frame = peel(frame, "_tagged", TAG, "msg")
     # Only RFC 5424 lines have those header fields: other lines skip the regex (null input).
     frame = frame.with_columns(pl.when(is_5424).then(pl.col("_body")).alias("_body5424"))
     frame = peel(frame, "_body5424", RFC5424_HEADER, "msg5424")
     body = pl.col("_body")
     matched = pl.col("mon").is_not_null() | pl.col("iso").is_not_null()
     app = pl.when(pl.col("app") != "-").then(pl.col("app"))
-    program = pl.when(is_5424).then(app).otherwise(pl.col("tag"))
+    program = pl.when(is_5424).then(app).when(opensm).then(pl.lit("opensm")).otherwise(pl.col("tag"))
     text = (
         pl.when(is_5424).then(pl.col("msg5424"))
         .when(pl.col("tag").is_not_null()).then(pl.col("msg"))
@@ -87,6 +97,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     # A wrapped line belongs to the host and program of the line it continues; a marker to
     # the host of the lines around it (the span header comes before the first entry).
     node = short_host(pl.coalesce("host", "ihost"))
+    node = pl.when(opensm).then(pl.lit(ctx.default_node, dtype=pl.String)).otherwise(node)
     return frame.select(
         "file",
         "seq",
