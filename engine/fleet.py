@@ -185,14 +185,20 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     fault) counts the attempt's affected nodes, but only beside another attempt with the
     same cause: one job's own nodes all waiting on its fault say nothing of a shared
     component. The culprits of an ``ambiguous`` verdict are counted for none: they are the
-    suspects of competing explanations, not nodes the cause was found on."""
+    suspects of competing explanations, not nodes the cause was found on. When the culprit
+    ports of them all are cabled to one switch (:func:`add_switch_ports` ran first), the
+    note names it."""
     window = timedelta(seconds=config.seconds("systemic_window"))
     named = pl.col("culprit_nodes").list.len() > 0
     roots = (
         verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE) & pl.col("first_fault_ts").is_not_null())
         .select("attempt_id", "cluster", "cause", "first_fault_ts",
                 pl.when(named).then("culprit_nodes").otherwise("affected_nodes").alias("culprit_nodes"),
-                (~named).alias("_affected"), "quality")
+                (~named).alias("_affected"), "quality",
+                # The switches its culprit ports are cabled to (``switch:<switch>/<port>``, the
+                # switch's own description may hold "/").
+                pl.col("culprit_ports").list.eval(pl.element().str.extract(r"^switch:(.*)/[^/]+$", 1).drop_nulls())
+                .alias("_switches"))
     )
     if roots.is_empty():
         return verdicts
@@ -207,22 +213,28 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     )
     affected_only = pl.col("_affected")
     nearby = (
-        roots.drop("quality", "_affected").with_columns(bucket.alias("_bucket"))
+        roots.drop("quality", "_affected", "_switches").with_columns(bucket.alias("_bucket"))
         .join(others, on=["cluster", "cause", "_bucket"], suffix="_other")
         .filter((pl.col("ts_other") - pl.col("first_fault_ts")).abs() <= window)
         .group_by("attempt_id", "cause", "first_fault_ts")
         .agg(
             pl.col("culprit_nodes_other").filter(
                 ~affected_only | (pl.col("attempt_id_other").filter(affected_only).n_unique() >= 2)
-            ).drop_nulls().n_unique().alias("nodes")
+            ).drop_nulls().n_unique().alias("nodes"),
+            pl.col("_switches").list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("switches"),
         )
         .filter(pl.col("nodes") >= config.systemic_nodes)
     )
     if nearby.is_empty():
         return verdicts
+    # Culprit ports all cabled to one switch name the shared component.
+    one_switch = pl.when(pl.col("switches").list.len() == 1).then(
+        pl.concat_str([pl.lit("; every culprit port is cabled to switch "), pl.col("switches").list.first()])
+    ).otherwise(pl.lit(""))
     message = pl.concat_str([
         pl.col("cause"), pl.lit(" was the root cause on "), pl.col("nodes").cast(pl.String),
         pl.lit(f" nodes within {config.systemic_window}: a shared component, not one node, is likely at fault"),
+        one_switch,
     ])
     notes = nearby.select(
         "attempt_id",

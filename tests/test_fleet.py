@@ -93,8 +93,8 @@ def test_a_shared_filesystem_outage_that_names_no_node_is_systemic_by_the_nodes_
         "attempt_id": ["a", "b", "c", "d"], "cluster": "c", "domain": "storage",
         "cause": "storage.filesystem_unavailable", "quality": "definitive",
         "first_fault_ts": [datetime(2026, 11, 20, 10, m, tzinfo=UTC) for m in (20, 21, 24, 50)],
-        "culprit_nodes": [[], [], [], []], "affected_nodes": struck,
-    }, schema_overrides={"culprit_nodes": pl.List(pl.String)}).with_columns(
+        "culprit_nodes": [[], [], [], []], "affected_nodes": struck, "culprit_ports": [[], [], [], []],
+    }, schema_overrides={"culprit_nodes": pl.List(pl.String), "culprit_ports": pl.List(pl.String)}).with_columns(
         pl.lit([], dtype=pl.List(EVIDENCE_DTYPE)).alias("evidence"))
     out = {r["attempt_id"]: r["evidence"] for r in mark_systemic(verdicts, CONFIG).to_dicts()}
     for attempt in ("a", "b", "c"):
@@ -117,6 +117,25 @@ def test_one_jobs_own_nodes_waiting_on_its_fault_are_no_systemic_event():
         "cause": ["storage.disk_full", "network.transport_retry_exceeded"], "quality": "probable",
         "first_fault_ts": [datetime(2026, 11, 20, 10, 20, tzinfo=UTC)] * 2,
         "culprit_nodes": [[], []], "affected_nodes": [["n1", "n2", "n3", "n4"], ["n5", "n6", "n7", "n8"]],
-    }, schema_overrides={"culprit_nodes": pl.List(pl.String)}).with_columns(
+        "culprit_ports": [[], []],
+    }, schema_overrides={"culprit_nodes": pl.List(pl.String), "culprit_ports": pl.List(pl.String)}).with_columns(
         pl.lit([], dtype=pl.List(EVIDENCE_DTYPE)).alias("evidence"))
     assert all(r["evidence"] == [] for r in mark_systemic(verdicts, CONFIG).to_dicts())
+
+
+def test_a_systemic_event_whose_culprit_ports_share_one_switch_names_it():
+    """A leaf switch died: three jobs' nodes lost their ports at once, every one cabled to
+    leaf-03 (its description, as ibnetdiscover prints it, holds a "/")."""
+    att = attempts(*({"attempt_id": f"a{i}", "job_id": str(i), "nodes": [f"n{i}"]} for i in range(3)))
+    ev = events(*({"node": f"n{i}", "event": "link_down", "domain": "network", "cause": "network.link_down",
+                   "ts": at(10 + i * 0.2), "port": "mlx5_0:1"} for i in range(3)))
+    topology = pl.DataFrame({
+        "kind": "hca_port", "node": ["n0", "n1", "n2"], "hca": "mlx5_0", "port": "1",
+        "switch": "MF0;leaf-03:MQM9700/U1", "switch_port": ["1", "2", "3"], "gpu": None, "pci": None,
+        "origin": "t.ibnetdiscover", "cluster": "c",
+    }, schema_overrides={"gpu": pl.String, "pci": pl.String})
+    v = run_fleet(att, ev, topology)
+    for attempt in ("a0", "a1", "a2"):
+        note = [e for e in v[attempt]["evidence"] if e["rule_id"] == "fleet.systemic"]
+        assert len(note) == 1
+        assert note[0]["message"].endswith("every culprit port is cabled to switch MF0;leaf-03:MQM9700/U1")
