@@ -8,7 +8,8 @@ lake, vectorized across attempts:
 * **Repeat offenders** — a node (or GPU) blamed for infrastructure failures of several
   different jobs within ``repeat_window`` is a lemon: the verdict gets a ``fleet`` evidence
   entry saying so, and a ``probable`` verdict with complete coverage becomes ``definitive``
-  (independent failures corroborate each other).
+  (independent failures corroborate each other). A blame that was part of a systemic event
+  (many nodes, one cause, at once) does not count: its node was a victim.
 * **Systemic events** — the same root cause on many nodes at once (a storage outage, a
   switch failure) is noted in the evidence of every verdict it explains, so nobody drains
   twenty healthy nodes for one bad filer.
@@ -79,7 +80,7 @@ def mark_repeat_offenders(
     repeat offender becomes definitive.
     """
     window = timedelta(seconds=config.seconds("repeat_window"))
-    blames = _blames(verdicts, history)
+    blames = _outside_systemic_events(_blames(verdicts, history), config)
     current = blames.filter(pl.col("attempt_id").is_in(verdicts["attempt_id"].implode()))
     pairs = (
         current.join(blames, on=["cluster", "node"], suffix="_other")
@@ -118,6 +119,28 @@ def _blames(verdicts: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
         pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("attempt_id").is_in(verdicts["attempt_id"].implode())
     ).select(columns)
     return pl.concat([current, past]).explode("culprit_nodes").rename({"culprit_nodes": "node"}).drop_nulls("node")
+
+
+def _outside_systemic_events(blames: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
+    """``blames`` (:func:`_blames`) without those of a cause that struck at least
+    ``systemic_nodes`` nodes within ``systemic_window`` of them (:func:`mark_systemic`'s
+    measure): the victims of a leaf switch or a filer that failed are no lemons."""
+    window = timedelta(seconds=config.seconds("systemic_window"))
+    bucket = pl.col("first_fault_ts").dt.epoch("s") // int(window.total_seconds())
+    keyed = blames.filter(pl.col("first_fault_ts").is_not_null()).with_row_index("_blame")
+    others = (
+        keyed.select("cluster", "cause", "node", pl.col("first_fault_ts").alias("_ts"),
+                     pl.concat_list(bucket - 1, bucket, bucket + 1).alias("_bucket"))
+        .explode("_bucket")
+    )
+    shared = (
+        keyed.with_columns(bucket.alias("_bucket"))
+        .join(others, on=["cluster", "cause", "_bucket"], suffix="_other")
+        .filter((pl.col("_ts") - pl.col("first_fault_ts")).abs() <= window)
+        .group_by("_blame").agg(pl.col("node_other").n_unique().alias("_nodes"))
+        .filter(pl.col("_nodes") >= config.systemic_nodes)
+    )
+    return keyed.join(shared, on="_blame", how="anti").drop("_blame")
 
 
 SILENT_RULE = "straggler_rank"

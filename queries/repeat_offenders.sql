@@ -16,7 +16,9 @@
 -- column window_end: last UTC day of the window
 --
 -- Blamed means named in the verdict's culprit_nodes / culprit_gpus of an attempt whose state
--- is neither completed nor running; attempts count on the UTC day they ended.
+-- is neither completed nor running; attempts count on the UTC day they ended. A verdict
+-- whose evidence notes a systemic event (fleet.systemic: one cause on many nodes at once)
+-- blames none: its nodes were the victims of a shared component.
 WITH bounds AS (
     SELECT
         coalesce($until, (SELECT max(day) FROM results)) AS window_end
@@ -31,6 +33,7 @@ failed AS (
     WHERE r.state NOT IN ('completed', 'running')
       AND r.day BETWEEN w.window_start AND w.window_end
       AND ($cluster IS NULL OR r.cluster = $cluster)
+      AND NOT list_contains(list_transform(r.evidence, lambda e: e.rule_id), 'fleet.systemic')
 ),
 blame AS (
     SELECT 'node' AS kind, cluster, unnest(culprit_nodes) AS node, CAST(NULL AS VARCHAR) AS gpu,

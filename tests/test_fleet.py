@@ -139,3 +139,19 @@ def test_a_systemic_event_whose_culprit_ports_share_one_switch_names_it():
         note = [e for e in v[attempt]["evidence"] if e["rule_id"] == "fleet.systemic"]
         assert len(note) == 1
         assert note[0]["message"].endswith("every culprit port is cabled to switch MF0;leaf-03:MQM9700/U1")
+
+
+def test_a_victim_of_a_systemic_event_is_no_repeat_offender():
+    """n0 lost its port when a switch took three nodes down at once, then hit an XID in
+    another job: one own fault, not two. n5's two XIDs in two jobs still make a lemon."""
+    att = attempts(*({"attempt_id": f"a{i}", "job_id": str(i), "nodes": [f"n{i}"]} for i in range(3)),
+                   {"attempt_id": "b", "job_id": "7", "nodes": ["n0"], "start_ts": at(100), "end_ts": at(160)},
+                   {"attempt_id": "c", "job_id": "8", "nodes": ["n5"]},
+                   {"attempt_id": "d", "job_id": "9", "nodes": ["n5"], "start_ts": at(100), "end_ts": at(160)})
+    ev = events(*({"node": f"n{i}", "event": "link_down", "domain": "network", "cause": "network.link_down",
+                   "ts": at(10 + i * 0.2), "port": "mlx5_0:1"} for i in range(3)),
+                {"node": "n0", "event": "xid", "ts": at(110)},
+                {"node": "n5", "event": "xid", "ts": at(10)}, {"node": "n5", "event": "xid", "ts": at(110)})
+    v = run_fleet(att, ev)
+    assert not any(e["rule_id"] == "fleet.repeat_offender" for e in v["b"]["evidence"] + v["a0"]["evidence"])
+    assert any(e["rule_id"] == "fleet.repeat_offender" for e in v["d"]["evidence"])

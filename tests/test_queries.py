@@ -130,7 +130,8 @@ def test_repeat_offenders_matches_polars(sample_lake, k):
     got = queries.run_query(sample_lake.root, "repeat_offenders", {"k": str(k), "days": "7"})
     results = sample_lake.scan("results").filter(FAILED).collect()
     end = results["day"].max()
-    scoped = results.filter(pl.col("day") > end - timedelta(days=7))
+    scoped = results.filter(pl.col("day") > end - timedelta(days=7)).filter(
+        ~pl.col("evidence").list.eval(pl.element().struct.field("rule_id") == "fleet.systemic").list.any())
     nodes = scoped.explode("culprit_nodes").filter(pl.col("culprit_nodes").is_not_null()).select(
         kind=pl.lit("node"), cluster="cluster", node="culprit_nodes", gpu=pl.lit(None, pl.String),
         attempt_id="attempt_id")
@@ -305,3 +306,23 @@ def test_write_formats(tmp_path, sample_lake, capsys):
         queries.write(frame, "parquet", None, Console())
     with pytest.raises(queries.QueryError, match="unknown format"):
         queries.write(frame, "xlsx", None, Console())
+
+
+def test_repeat_offenders_leave_out_the_victims_of_a_systemic_event(sample_lake, tmp_path):
+    """Two failures blaming one node make it a repeat offender, unless one of them was a
+    systemic event's (its evidence says so): the node was then a victim."""
+    blamed = sample_lake.scan("results").filter(FAILED).collect().filter(
+        pl.col("culprit_nodes").list.len() == 1).head(1)
+    day, cluster = blamed["day"][0], blamed["cluster"][0]
+    second = blamed.with_columns(pl.lit("slurm/c/99999/0").alias("attempt_id"), pl.lit("99999").alias("job_id"))
+    systemic = blamed["evidence"][0][0] | {"rule_id": "fleet.systemic", "event": "systemic_event", "source": "fleet"}
+
+    def offenders(rows: pl.DataFrame, root) -> list[str]:
+        lake = Lake(root)
+        lake.replace_partitions("results", rows.drop("cluster", "day"), cluster=cluster, days=[day])
+        got = queries.run_query(root, "repeat_offenders", {"k": "2"})
+        return got.filter(pl.col("kind") == "node")["node"].to_list()
+
+    assert offenders(pl.concat([blamed, second]), tmp_path / "a") == blamed["culprit_nodes"][0].to_list()
+    noted = second.with_columns(pl.col("evidence").list.concat(pl.lit([systemic], dtype=blamed["evidence"].dtype)))
+    assert offenders(pl.concat([blamed, noted]), tmp_path / "b") == []
