@@ -36,7 +36,7 @@ import polars as pl
 
 from engine.rules.loader import OUTCOME_FIELDS, RulePack, regex_for
 from engine.rules.model import ExtractRule, parse_duration
-from ingest.hostlist import expand_hostlist
+from ingest.hostlist import expand_hostlist, short_host
 from ingest.lake import Derivation, Lake
 from ingest.schema import EVENTS
 
@@ -165,9 +165,9 @@ def _build_plan(rule: ExtractRule) -> _RulePlan:
         pl.col("ts"),
         pl.col("ts").alias("last_ts"),
         pl.lit(1, pl.Int64).alias("count"),
-        # The lake keeps node names in lower case (ingest.lake.Lake._conform).
-        (pl.coalesce(group("node").str.to_lowercase(), pl.col("node")) if rule.subject_node
-         else pl.coalesce(pl.col("node"), group("node").str.to_lowercase())).alias("node"),
+        # The lake keeps node names short and in lower case (ingest.lake.Lake._conform).
+        (pl.coalesce(short_host(group("node")), pl.col("node")) if rule.subject_node
+         else pl.coalesce(pl.col("node"), short_host(group("node")))).alias("node"),
         pl.col("attempt_id"),
         pl.coalesce(pl.col("rank"), group("rank").cast(pl.Int32, strict=False)).alias("rank"),
         normalize_gpu(group("gpu")).alias("gpu"),

@@ -9,7 +9,8 @@ lake, vectorized across attempts:
   different jobs within ``repeat_window`` is a lemon: the verdict gets a ``fleet`` evidence
   entry saying so, and a ``probable`` verdict with complete coverage becomes ``definitive``
   (independent failures corroborate each other). A blame that was part of a systemic event
-  (many nodes, one cause, at once) does not count: its node was a victim.
+  (many nodes, one cause, at once) does not count: its node was a victim; nor does one
+  fault that struck several jobs sharing the node at once.
 * **Systemic events** — the same root cause on many nodes at once (a storage outage, a
   switch failure) is noted in the evidence of every verdict it explains, so nobody drains
   twenty healthy nodes for one bad filer.
@@ -80,14 +81,15 @@ def mark_repeat_offenders(
     repeat offender becomes definitive.
     """
     window = timedelta(seconds=config.seconds("repeat_window"))
+    # One fault that struck two jobs sharing the node (an XID of a GPU both used, a node
+    # that died under both) is one failure, not a repeat: their roots lie within the skew.
+    same_fault = timedelta(seconds=config.seconds("clock_skew"))
     blames = _outside_systemic_events(_blames(verdicts, history), config)
     current = blames.filter(pl.col("attempt_id").is_in(verdicts["attempt_id"].implode()))
+    apart = (pl.col("first_fault_ts_other") - pl.col("first_fault_ts")).abs()
     pairs = (
         current.join(blames, on=["cluster", "node"], suffix="_other")
-        .filter(
-            (pl.col("job_id_other") != pl.col("job_id"))
-            & ((pl.col("first_fault_ts_other") - pl.col("first_fault_ts")).abs() <= window)
-        )
+        .filter((pl.col("job_id_other") != pl.col("job_id")) & (apart <= window) & (apart > same_fault))
         .group_by("attempt_id", "node")
         .agg(pl.col("job_id_other").n_unique().alias("others"), pl.col("first_fault_ts").first().alias("ts"))
         .sort("attempt_id", "node")

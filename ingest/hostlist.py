@@ -200,3 +200,19 @@ def expand_hostlist_column(s: pl.Series) -> pl.Series:
     })
     joined = values.to_frame().join(mapping, on="expr", how="left", maintain_order="left")
     return joined["nodes"].alias(s.name)
+
+
+def short_host(host: pl.Expr) -> pl.Expr:
+    """A host name as schedulers name nodes: ``gpu-fq03.cluster.internal`` → ``gpu-fq03``,
+    lower case, as the lake keeps every node name (:meth:`ingest.lake.Lake.land`, whatever
+    the source: Kubernetes names EKS nodes ``ip-10-42-40-222.us-east-2.compute.internal``
+    where their journal says ``ip-10-42-40-222``).
+
+    A central rsyslog server (or ``$PreserveFQDN on``) writes the fully qualified name,
+    while Slurm's NodeName is the short one (``hostname -s``): without this, no kernel
+    line of such a log would attach to a job. Addresses (``10.0.0.5``) stay whole.
+    """
+    # Most names hold no dot: only those reach the regex (a capture costs ten times a
+    # literal search).
+    dotted = pl.when(host.str.contains(".", literal=True)).then(host)
+    return pl.coalesce(dotted.str.replace(r"^([A-Za-z][A-Za-z0-9_-]*)\..*$", "$1"), host).str.to_lowercase()

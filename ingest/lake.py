@@ -81,6 +81,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ingest.hostlist import short_host
 from ingest.schema import CLUSTER_NAME, PARTITIONS, TABLES
 from ingest.states import merge_attempts
 
@@ -437,9 +438,11 @@ class Lake:
         """Select and cast ``data`` to the table schema, or say precisely what is wrong
         (``cluster``, which names the partition folder, included).
 
-        Node names (``node``, ``nodes``) are kept in lower case: host names are
-        case-insensitive, and one cluster's Slurm says ``Orion-01-01`` where its syslog
-        says ``orion-01-01``."""
+        Node names (``node``, ``nodes``) are kept short and in lower case
+        (:func:`ingest.hostlist.short_host`): host names are case-insensitive, one cluster's
+        Slurm says ``Orion-01-01`` where its syslog says ``orion-01-01``, and Kubernetes
+        names an EKS node ``ip-10-42-40-222.us-east-2.compute.internal`` where its journal
+        says ``ip-10-42-40-222``."""
         named = [cluster, *(data["cluster"].unique().to_list() if "cluster" in data.columns else ())]
         bad = [c for c in named if c is None or not CLUSTER_NAME.match(c)]
         if bad:
@@ -453,9 +456,9 @@ class Lake:
             frame = data.select([pl.col(c).cast(t, strict=True) for c, t in schema.items()])
         except pl.exceptions.PolarsError as exc:
             raise LakeError(f"{table}: column types do not fit the schema: {exc}") from exc
-        lower = [pl.col("node").str.to_lowercase()] if schema.get("node") == pl.String else []
+        lower = [short_host(pl.col("node"))] if schema.get("node") == pl.String else []
         if schema.get("nodes") == pl.List(pl.String):
-            lower.append(pl.col("nodes").list.eval(pl.element().str.to_lowercase()))
+            lower.append(pl.col("nodes").list.eval(short_host(pl.element())))
         return frame.with_columns(lower) if lower else frame
 
     def _day_expr(self, table: str) -> pl.Expr:

@@ -77,9 +77,10 @@ def merge_attempts(new: pl.DataFrame, stored: pl.DataFrame) -> pl.DataFrame:
 
     A later report of an attempt updates it but never erases what an earlier report knew and
     it no longer sees (a Kueue snapshot taken after the pods were deleted has no nodes, end or
-    exit code): a null value (an empty node list) keeps the stored one, and the state with
-    more detail (:data:`STATE_DETAIL`) wins, with its ``raw_state``; at equal detail the new
-    report wins. Merging a row with itself changes nothing, so landing stays idempotent.
+    exit code): a null value keeps the stored one, the node list is the union of both (a
+    snapshot after a lost node's pod was deleted lists only the survivors'), and the state
+    with more detail (:data:`STATE_DETAIL`) wins, with its ``raw_state``; at equal detail the
+    new report wins. Merging a row with itself changes nothing, so landing stays idempotent.
     """
     if stored.is_empty():
         return new
@@ -88,13 +89,15 @@ def merge_attempts(new: pl.DataFrame, stored: pl.DataFrame) -> pl.DataFrame:
     detail = pl.col("state").replace_strict(STATE_DETAIL, default=1, return_dtype=pl.Int8)
     old_detail = pl.col("state__old").replace_strict(STATE_DETAIL, default=1, return_dtype=pl.Int8)
     keep_old_state = pl.col("state__old").is_not_null() & (old_detail > detail)
-    keep_old_nodes = pl.col("nodes").list.len().fill_null(0) == 0
+    empty = pl.lit([], dtype=pl.List(pl.String))
     paired = {"state", "raw_state", "nodes", "n_nodes"}
     return both.select(
         "attempt_id",
         *(pl.coalesce(c, f"{c}__old") for c in new.columns if c not in paired | {"attempt_id"}),
         state=pl.when(keep_old_state).then("state__old").otherwise("state"),
         raw_state=pl.when(keep_old_state).then("raw_state__old").otherwise("raw_state"),
-        nodes=pl.when(keep_old_nodes).then(pl.coalesce("nodes__old", "nodes")).otherwise("nodes"),
-        n_nodes=pl.when(keep_old_nodes).then(pl.coalesce("n_nodes__old", "n_nodes")).otherwise("n_nodes"),
+        nodes=pl.when(pl.col("nodes").is_null() & pl.col("nodes__old").is_null()).then(pl.col("nodes"))
+        .otherwise(pl.concat_list(pl.col("nodes__old").fill_null(empty), pl.col("nodes").fill_null(empty))
+                   .list.unique(maintain_order=True)),
+        n_nodes=pl.max_horizontal("n_nodes", "n_nodes__old"),
     ).select(new.columns)

@@ -14,6 +14,12 @@ process they ended was another job's on a node they shared (an XID 13 of the job
 other four GPUs), ``context`` too. So are they when another attempt on the node claims them
 and this one does not: its own process reported the same fault (a CUDA "illegal memory
 access" precedence made the XID's confirmation), the process they ended was that job's.
+The same holds for any fault the node's kernel reports of a GPU it names
+(:data:`GPU_DOMAINS`: a GPU off the bus, an uncontained ECC error, an NVLink error): on a
+node whose GPUs several jobs share out, a fault of a GPU another job's process reported
+and this job's did not (no CUDA error of its own on that node within :data:`OUTLIVED`)
+struck that job's GPU, not this one's. Only the claim says so: stamped before the start, such a fault may still be why the
+job failed (a GPU that fell off the bus is missing for the next job too).
 
 Declared in ``host.yaml``, after ``xid_roles`` (``gpu_xid.yaml``), whose repeat-offender
 upgrade does not outrank this. Contract: :mod:`engine.rules.python_rules`.
@@ -25,6 +31,7 @@ from datetime import timedelta
 
 import polars as pl
 
+from engine.config import NODE_LOG_SOURCES
 from engine.relabel import failing_since
 from engine.rules.python_rules import with_role
 
@@ -43,6 +50,10 @@ ENDED_BEFORE_START = (
 happened to."""
 
 
+GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
+"""The domains of a node log's GPU faults: one naming a GPU that another attempt claims and
+this one does not is context here."""
+
 OUTLIVED = timedelta(minutes=10)
 """How long an attempt may go on after such an event and still have died of it (the
 engine's ``fail_at_once`` default): a process killed by it fails its job at once."""
@@ -60,7 +71,9 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     bound = pl.col("event").is_in(ENDED_BEFORE_START)
     earlier = bound & (pl.col("ts") < pl.col("start_ts")).fill_null(False)
     during = bound & ~earlier
-    demoted = earlier | _claimed_by_another(events, bound)
+    of_a_gpu = pl.col("gpu").is_not_null() & pl.col("domain").is_in(GPU_DOMAINS) & pl.col("source").is_in(NODE_LOG_SOURCES)
+    claimed = _claimed_by_another(events, bound | of_a_gpu)
+    demoted = earlier | (claimed & (bound | ~_own_cuda_error_near(events)))
     suspects = events.filter(during & (pl.col("role") == "root_candidate"))["attempt_id"].unique()
     if not suspects.is_empty():
         # Failing: its first cascade, its first other root candidate or confirmation (the
@@ -76,6 +89,23 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         )
         demoted = demoted | outlived
     return with_role(events, demoted, "context")
+
+
+def _own_cuda_error_near(events: pl.DataFrame) -> pl.Series:
+    """Per row: its attempt reported a CUDA error (a ``cuda.*`` rule's event, whatever its
+    role: "unknown error" is context) on the row's node within :data:`OUTLIVED` of it. Its
+    process may have been on that GPU too (two MIG slices of one GPU): a claim by another
+    attempt does not take the GPU's fault away from it."""
+    rows = events.select("attempt_id", "node", "ts").with_row_index("_i")
+    errors = events.filter(pl.col("rule_id").str.starts_with("cuda.")).select(
+        "attempt_id", "node", pl.col("ts").alias("_error_ts"))
+    if errors.is_empty():
+        return pl.repeat(False, events.height, eager=True)
+    near = (
+        rows.join(errors, on=["attempt_id", "node"])
+        .filter((pl.col("_error_ts") - pl.col("ts")).abs() <= OUTLIVED)["_i"].unique()
+    )
+    return rows.select(pl.col("_i").is_in(near.implode())).to_series()
 
 
 def _claimed_by_another(events: pl.DataFrame, bound: pl.Expr) -> pl.Series:

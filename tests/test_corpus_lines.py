@@ -102,7 +102,8 @@ NOT_A_CASCADE: dict[str, tuple[str, str]] = {
     "[Sun Feb 23 16:24:36 2025] NVRM: Rate limiting GSP RPC error prints": (
         "confirmation", "the driver repeating a GSP failure corroborates the Xid 119 root"),
     "2020/08/10 19:09:42 XidCriticalError: Xid=69": (
-        "confirmation", "the k8s device plugin's report of an Xid corroborates the kernel's"),
+        "root_candidate", "the k8s device plugin's report of an Xid: the confirmation of the "
+        "kernel's XID line on its node when there is one (precedence), else the only witness"),
     "Jun 12 16:31:50 fedora-box kernel: NVRM: GPU0 nvCheckOkFailedNoLog": (
         "confirmation", "NV_ERR_RESET_REQUIRED is the state an earlier GPU fault leaves; the "
         "same condition is labelled root_cause in another thread (sichek#51)"),

@@ -1,7 +1,8 @@
 """The ``earlier_job_events`` python rule, end to end: OOM kills, XID 13 and power-offs stamped
 before an attempt started are the previous job's or boot's, never this attempt's root;
-stamped during it, they still are. Real lines, landed through the Slurm connector and the
-files landing, attributed by a run."""
+stamped during it, they still are; a GPU fault another job on the node reported, and this
+one did not, is that job's. Real lines, landed through the Slurm connector and the files
+landing, attributed by a run."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import CGROUP_OOM, CUDA_OOM, ITERATION, syslog, verdicts_by_job
+from tests.end_to_end import CGROUP_OOM, CUDA_OOM, ITERATION, XID_79, syslog, verdicts_by_job
 
 # https://github.com/doitsujin/dxvk/issues/1027
 XID_13 = "NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception: ChID 0052, Class 00000000, Offset 00001b0c, Data 1000f010"
@@ -25,9 +26,18 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 505|505|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T10:40:00|n6|gres/gpu=4,node=1
 506|506|ft|bob|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:45|n7|gres/gpu=4,node=1
 507|507|sim|carol|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|n7|gres/gpu=4,node=1
+508|508|pre|dave|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:00|n8|gres/gpu=4,node=1
+509|509|ft|erin|TIMEOUT|0:0|2026-11-20T06:05:00|2026-11-20T10:05:40|n8|gres/gpu=4,node=1
+510|510|eval|fay|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:10|n9|gres/gpu=1,node=1
+511|511|eval|gus|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:20|n9|gres/gpu=1,node=1
 """
 # pytorch/pytorch#51382's wording of the fault XID 13 reports, as carol's rank prints it.
 ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
+# What a rank prints when its GPU is gone: pytorch/pytorch#2567's launch failure and
+# liunian-Jay/MU-GOT#7's "unknown error" (which alone confirms no fault).
+LAUNCH_FAILURE = ("RuntimeError: cuda runtime error (4) : unspecified launch failure at "
+                  "/home/ubuntu/pytorch/torch/lib/THC/THCTensorCopy.cu:85")
+UNKNOWN_ERROR = "RuntimeError: CUDA error: unknown error"
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +60,16 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-506.out").write_text("[2026-11-20 10:19:00,000] step 9\nTraceback (most recent call last):\n"
                                         '  File "train.py", line 3, in <module>\nKeyError: \'input_ids\'\n')
     (logs / "slurm-507.out").write_text(f"[2026-11-20 10:20:05,000] step 5\n[rank2]: {ILLEGAL_ADDRESS}\n")
+    # n8's GPU at 0000:06:00 fell off the bus under dave's job (his rank reported it);
+    # erin's job on the node's other GPUs ran into its time limit 40 s later.
+    (logs / "n8.log").write_text(syslog("n8", ("10:05:00", f"kernel: {XID_79}")))
+    (logs / "slurm-508.out").write_text(f"[2026-11-20 10:05:01,000] step 5\n[rank0]: {LAUNCH_FAILURE}\n")
+    (logs / "slurm-509.out").write_text("[2026-11-20 10:04:00,000] step 51000\nslurmstepd: error: *** JOB 509 ON n8 "
+                                        "CANCELLED AT 2026-11-20T10:05:38 DUE TO TIME LIMIT ***\n")
+    # Two MIG slices of n9's one GPU: both jobs' ranks saw it go, however each put it.
+    (logs / "n9.log").write_text(syslog("n9", ("10:06:00", f"kernel: {XID_79}")))
+    (logs / "slurm-510.out").write_text(f"[2026-11-20 10:06:01,000] step 5\n[rank0]: {LAUNCH_FAILURE}\n")
+    (logs / "slurm-511.out").write_text(f"[2026-11-20 10:06:02,000] step 5\n[rank0]: {UNKNOWN_ERROR}\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -91,3 +111,18 @@ def test_an_xid_13_another_job_on_the_node_reported_is_that_jobs(verdicts):
     bob = verdicts["506"]
     assert bob["cause"] == "workload.exception"
     assert [e["role"] for e in bob["evidence"] if e["event"].startswith("xid_13")] == ["context"]
+
+
+def test_a_gpu_another_job_on_the_node_lost_is_not_this_jobs_root(verdicts):
+    """dave's rank reported the GPU that fell off the bus; erin's job, on other GPUs of the
+    node, ran into its time limit: that is its verdict, not the neighbour's GPU."""
+    assert (verdicts["508"]["domain"], verdicts["508"]["culprit_nodes"]) == ("gpu", ["n8"])
+    assert (verdicts["509"]["domain"], verdicts["509"]["cause"]) == ("scheduler", "scheduler.time_limit")
+
+
+def test_a_gpu_two_jobs_shared_is_both_jobs_root(verdicts):
+    """Two MIG slices of one GPU: one rank's error confirms the XID, the other's ("unknown
+    error") does not, yet it was on that GPU too."""
+    for job in ("510", "511"):
+        assert (verdicts[job]["domain"], verdicts[job]["cause"], verdicts[job]["culprit_nodes"]) == (
+            "gpu", "gpu.fallen_off_bus", ["n9"])

@@ -604,3 +604,18 @@ def test_a_heterogeneous_jobs_output_goes_to_the_component_on_each_lines_node(tm
     # srun runs in the batch script: its report stays the leader's, on the leader's one node
     assert rows == [("slurm/c1/900/0", "h01"), ("slurm/c1/900/0", "h01"), ("slurm/c1/901/0", "h03"),
                     ("slurm/c1/900/0", "h01")]
+
+
+def test_a_kubernetes_node_name_meets_its_journal_host_name(tmp_path):
+    """EKS names a node ``ip-10-42-40-222.us-east-2.compute.internal`` in the Pod's
+    ``spec.nodeName``, its journal ``ip-10-42-40-222``: the lake keeps both short, so the
+    node's kernel lines meet the attempt that ran there."""
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [run_of("kueue/c1/w/0", "w", ts(2026, 12, 6, 18, 0), ts(2026, 12, 6, 19, 0),
+                                ["ip-10-42-40-222.us-east-2.compute.internal", "IP-10-42-40-223"], 8)])
+    log = tmp_path / "node.log"
+    log.write_text("2026-12-06T18:30:00.000000+00:00 ip-10-42-40-222 kernel: NVRM: Xid (PCI:0000:06:00): 79, "
+                   "GPU has fallen off the bus.\n")
+    land_log_files(lake, [log], cluster=CLUSTER)
+    assert lake.scan("attempts").collect()["nodes"].to_list() == [["ip-10-42-40-222", "ip-10-42-40-223"]]
+    assert observations(lake)["node"].to_list() == ["ip-10-42-40-222"]

@@ -155,3 +155,12 @@ def test_a_victim_of_a_systemic_event_is_no_repeat_offender():
     v = run_fleet(att, ev)
     assert not any(e["rule_id"] == "fleet.repeat_offender" for e in v["b"]["evidence"] + v["a0"]["evidence"])
     assert any(e["rule_id"] == "fleet.repeat_offender" for e in v["d"]["evidence"])
+
+
+def test_one_fault_that_struck_two_jobs_sharing_a_node_is_no_repeat():
+    """Two jobs on one node's GPUs, one XID seen by both at the same instant: one failure."""
+    att = attempts({"attempt_id": "a", "job_id": "1", "nodes": ["n1"]},
+                   {"attempt_id": "b", "job_id": "2", "nodes": ["n1"]})
+    ev = events({"node": "n1", "event": "xid", "ts": at(10)})
+    v = run_fleet(att, ev)
+    assert not any(e["rule_id"] == "fleet.repeat_offender" for e in v["a"]["evidence"] + v["b"]["evidence"])

@@ -119,6 +119,23 @@ def test_a_later_snapshot_without_the_pods_erases_nothing(attempts, tmp_path):
     assert other.scan("attempts").drop("cluster", "day").collect().sort("attempt_id").equals(stored)
 
 
+def test_a_later_snapshot_after_a_lost_nodes_pod_was_deleted_keeps_that_node(tmp_path):
+    """The taint manager deleted the dead node's pod: the next snapshot lists only the
+    survivor's. The attempt ran on both; the node list is the union of what was seen."""
+    lake = Lake(tmp_path / "lake")
+    values = {
+        "attempt_id": "a", "scheduler": "kueue", "job_id": "ml/j", "job_name": None, "user": None,
+        "partition": None, "attempt_index": 0, "submit_ts": None, "start_ts": _utc(2026, 11, 30, 10),
+        "end_ts": None, "raw_state": "Admitted", "state": "running", "exit_code": None, "signal": None,
+        "nodes": ["n1", "n2"], "n_nodes": 2, "ranks_per_node": None, "gpus_per_node": None, "origin": "o",
+    }
+    both = pl.DataFrame({c: [v] for c, v in values.items()}, schema=pl.from_arrow(ATTEMPTS.empty_table()).schema)
+    lake.land("attempts", both, cluster="k1")
+    lake.land("attempts", both.with_columns(nodes=pl.lit(["n2"]), n_nodes=pl.lit(1)), cluster="k1")
+    row = lake.scan("attempts").collect().row(0, named=True)
+    assert (row["nodes"], row["n_nodes"]) == (["n1", "n2"], 2)
+
+
 def test_a_later_report_updates_a_running_attempt(tmp_path):
     lake = Lake(tmp_path / "lake")
     values = {
@@ -288,6 +305,10 @@ def _evicted(reason: str, message: str, evictions: list[dict] | None = None) -> 
     ("Deactivated", "MaximumExecutionTimeExceeded", "timeout"),
     ("InactiveWorkloadMaximumExecutionTimeExceeded", "", "timeout"),
     ("Deactivated", "RequeuingLimitExceeded", "failed"),
+    # Kueue's integration tests' spelling (kubernetes-sigs/kueue, "DeactivatedDueTo<cause>").
+    ("DeactivatedDueToMaximumExecutionTimeExceeded", "", "timeout"),
+    ("DeactivatedDueToRequeuingLimitExceeded", "", "failed"),
+    ("DeactivatedDueToAdmissionCheck", "", "preempted"),
 ])
 def test_each_eviction_reason_has_its_state(reason, cause, state):
     wl = _evicted(reason, "The workload is deactivated", [{"reason": reason, "underlyingCause": cause, "count": 1}])
@@ -419,6 +440,10 @@ def test_pod_log_lines_become_observations(kube_api, monkeypatch, tmp_path):
     assert obs.rows["message"][1] == "NCCL WARN NET/IB : Got completion from peer with error 12"
     assert obs.rows["node"].unique().to_list() == ["gpu-node-001"]
     assert obs.rows["program"][0] == "trainer" and obs.rows["seq"].to_list() == [1, 3]
+    # The container's own prefixes are peeled as a kubectl file's are: PyTorch's [rank3]:
+    # and its glog stamp (the kubelet's stamp is the time).
+    assert obs.rows["rank"][0] == 3
+    assert obs.rows["message"][0] == "[PG 0 Rank 3] Process group watchdog thread terminated with exception"
     assert obs.rows["origin"][1].endswith(":3") and "previous=true" in obs.rows["origin"][1]
     assert rejects.table == "rejects" and rejects.rows.columns == REJECTS.names
     assert rejects.rows["raw"].to_list() == ["continuation line without a stamp"]

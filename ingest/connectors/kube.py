@@ -45,6 +45,8 @@ from pydantic import Field
 
 from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
 from ingest.connectors.http import HttpClient
+from ingest.files import kubectl
+from ingest.files.common import ParseContext
 from ingest.schema import ATTEMPTS, OBSERVATIONS
 
 _COND = pl.Struct({
@@ -109,10 +111,13 @@ back (``preempted``, as a Slurm requeue); ``PodsReadyTimeout`` means the pods di
 recover in time (``failed``, the pods' and nodes' logs say why); ``NodeFailures`` evicts from
 a failed node. A deactivated Workload is :data:`DEACTIVATED_STATES`."""
 
-DEACTIVATED_STATES = {"MaximumExecutionTimeExceeded": "timeout", "RequeuingLimitExceeded": "failed"}
+DEACTIVATED_STATES = {
+    "MaximumExecutionTimeExceeded": "timeout", "RequeuingLimitExceeded": "failed", "AdmissionCheck": "preempted",
+}
 """Why Kueue deactivated a Workload (``spec.active: false``; Evicted reason ``Deactivated``
-with it as ``underlyingCause``, or ``InactiveWorkload`` followed by it) → state; a Workload
-deactivated for no such reason was deactivated by a user: ``cancelled``."""
+with it as ``underlyingCause``, ``DeactivatedDueTo`` followed by it, or ``InactiveWorkload``
+followed by it, as Kueue's releases have spelled it) → state; a Workload deactivated for no
+such reason was deactivated by a user: ``cancelled``."""
 
 DISRUPTION_STATES = {
     "DeletionByTaintManager": "node_fail", "DeletionByPodGC": "node_fail",
@@ -346,9 +351,11 @@ def _evicted_attempts(wl: pl.DataFrame) -> pl.DataFrame:
 def _eviction_state(reason: pl.Expr, cause: pl.Expr) -> pl.Expr:
     """An eviction's state from its reason and underlying cause (:data:`EVICTED_STATES`,
     :data:`DEACTIVATED_STATES`)."""
-    deactivated = reason.str.starts_with("InactiveWorkload") | (reason == "Deactivated")
+    deactivated = (
+        reason.str.starts_with("InactiveWorkload") | reason.str.starts_with("DeactivatedDueTo") | (reason == "Deactivated")
+    )
     why = pl.when(cause.is_in(list(DEACTIVATED_STATES))).then(cause).otherwise(
-        reason.str.strip_prefix("InactiveWorkload"))
+        reason.str.strip_prefix("InactiveWorkload").str.strip_prefix("DeactivatedDueTo"))
     return (
         pl.when(deactivated).then(why.replace_strict(DEACTIVATED_STATES, default="cancelled"))
         .otherwise(reason.replace_strict(EVICTED_STATES, default="preempted"))
@@ -564,7 +571,7 @@ class PodLogsConnector(Connector):
         rows = rows.with_columns(
             node=pl.lit(node, dtype=pl.String),
             attempt_id=pl.lit(opts.attempt_id, dtype=pl.String),
-            program=pl.lit(opts.container, dtype=pl.String),
+            program=pl.coalesce(pl.col("program"), pl.lit(opts.container, dtype=pl.String)),
         )
         fetched = rows.height + rejects.height
         if window is not None:
@@ -578,23 +585,24 @@ class PodLogsConnector(Connector):
 
 def parse_timestamped_log(text: str, input_id: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``kubectl logs --timestamps`` text → (observations, rejects); ``origin`` is
-    ``<input_id>:<line number>``."""
-    lines = pl.DataFrame({"raw": text.splitlines()}).with_row_index("seq", offset=1).with_columns(
-        parts=pl.col("raw").str.splitn(" ", 2),
-    ).with_columns(
-        ts=_ts(pl.col("parts").struct.field("field_0")),
-        message=pl.col("parts").struct.field("field_1").fill_null(""),
-        origin=pl.concat_str(pl.lit(f"{input_id}:"), pl.col("seq").cast(pl.String)),
+    ``<input_id>:<line number>``. The container's lines go through the application prefixes
+    as a ``kubectl`` file's do (:mod:`ingest.files.kubectl`): a torchrun ``[default0]:`` is
+    peeled into ``rank``, so what the program printed starts its ``message``."""
+    now = datetime.now(timezone.utc)
+    lines = pl.DataFrame({"line": text.splitlines()}).with_row_index("seq", offset=1).with_columns(
+        file=pl.lit(0, dtype=pl.UInt32), seq=pl.col("seq").cast(pl.Int64), mtime=pl.lit(now).dt.cast_time_unit("us"),
     )
-    good = lines.filter(pl.col("ts").is_not_null())
+    ctx = ParseContext(year=None, boot_time=None, default_node=None, ingest_time=now)
+    parsed = kubectl.parse(lines, ctx).with_columns(
+        raw=lines["line"], origin=pl.concat_str(pl.lit(f"{input_id}:"), pl.col("seq").cast(pl.String)))
+    good = parsed.filter(pl.col("reason").is_null())
     rows = good.select(
         "ts", ts_source=pl.lit("line"), node=pl.lit(None, dtype=pl.String),
-        attempt_id=pl.lit(None, dtype=pl.String), rank=pl.lit(None, dtype=pl.Int32),
-        program=pl.lit(None, dtype=pl.String), message="message", origin="origin",
-        seq=pl.col("seq").cast(pl.Int64), input_id=pl.lit(input_id),
+        attempt_id=pl.lit(None, dtype=pl.String), rank="rank", program="program", message="message",
+        origin="origin", seq="seq", input_id=pl.lit(input_id),
     )
-    rejects = lines.filter(pl.col("ts").is_null()).select(
-        ts_ingest=pl.lit(datetime.now(timezone.utc)).dt.cast_time_unit("us"),
+    rejects = parsed.filter(pl.col("reason").is_not_null()).select(
+        ts_ingest=pl.lit(now).dt.cast_time_unit("us"),
         source=pl.lit("k8s"), origin="origin",
         reason=pl.lit("no RFC 3339 timestamp at the start of the line (expected timestamps=true)"),
         raw="raw", input_id=pl.lit(input_id),

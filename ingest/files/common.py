@@ -116,21 +116,6 @@ class FileBatch:
     files: pl.DataFrame
 
 
-def short_host(host: pl.Expr) -> pl.Expr:
-    """A host name as schedulers name nodes: ``gpu-fq03.cluster.internal`` → ``gpu-fq03``,
-    lower case, as the lake keeps every node name
-    (:meth:`ingest.lake.Lake.land`).
-
-    A central rsyslog server (or ``$PreserveFQDN on``) writes the fully qualified name,
-    while Slurm's NodeName is the short one (``hostname -s``): without this, no kernel
-    line of such a log would attach to a job. Addresses (``10.0.0.5``) stay whole.
-    """
-    # Most names hold no dot: only those reach the regex (a capture costs ten times a
-    # literal search).
-    dotted = pl.when(host.str.contains(".", literal=True)).then(host)
-    return pl.coalesce(dotted.str.replace(r"^([A-Za-z][A-Za-z0-9_-]*)\..*$", "$1"), host).str.to_lowercase()
-
-
 GAP_LOOKBACK = timedelta(hours=6)
 """How far before a wall time the spring change skipped the offset in force before the change
 is read (zones never change their offset twice within hours)."""

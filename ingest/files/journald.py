@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ingest.files.common import TS_DTYPE, ParseContext, short_host
+from ingest.files.common import TS_DTYPE, ParseContext
+from ingest.hostlist import short_host
 
 BYTE_ARRAY_MESSAGE = r'"MESSAGE"\s*:\s*\['
 

@@ -23,10 +23,10 @@ import polars as pl
 
 from ingest.files.common import (
     PLACEMENT_COLUMNS, TS_DTYPE, ZONELESS, FileBatch, FilesError, ParseContext, check_timezone, lines_of, read_bytes,
-    short_host,
 )
 from ingest.files.detect import check_source
 from ingest.files.read import ParsedBatch, as_utc, parse_batch, untied_ranks
+from ingest.hostlist import short_host
 from ingest.lake import Lake
 from ingest.schema import ATTEMPTS, HET_OFFSET, het_leader, processes_per_node
 

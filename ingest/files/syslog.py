@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.files.common import ZONELESS, ParseContext, bsd_stamp_parts, parse_iso, peel, short_host, stamps_without_year
+from ingest.files.common import ZONELESS, ParseContext, bsd_stamp_parts, parse_iso, peel, stamps_without_year
+from ingest.hostlist import short_host
 
 PRI = r"(?:<[0-9]{1,3}>)?"
 RFC3164 = (
