@@ -110,16 +110,20 @@ def _own_cuda_error_near(events: pl.DataFrame) -> pl.Series:
 
 def _claimed_by_another(events: pl.DataFrame, bound: pl.Expr) -> pl.Series:
     """Per row: a ``bound`` node event on a GPU (or, naming none, the very event) another
-    attempt claims within :data:`CLAIM_WINDOW` (a confirmation of its own linked to it,
-    ``caused_by``) while this row's attempt claims none there."""
+    attempt, running at the time, claims within :data:`CLAIM_WINDOW` (a confirmation of its
+    own linked to it, ``caused_by``) while this row's attempt claims none there."""
     unit = pl.coalesce("gpu", "event_id").alias("_unit")
     rows = events.select("attempt_id", "cluster", "node", unit, "ts", bound.alias("_bound")).with_row_index("_i")
     linked = events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null()).select(
         "attempt_id", pl.col("caused_by").alias("event_id")).unique()
     if linked.is_empty():
         return pl.repeat(False, events.height, eager=True)
+    # Only an attempt that was running when the event happened claims it: the next job on
+    # the node confirms a GPU lost before it started (lost_gpu.py), which says nothing of
+    # whose process it was.
     claims = (
-        events.filter(bound).select("attempt_id", "event_id", "cluster", "node", unit, pl.col("ts").alias("_claim_ts"))
+        events.filter(bound & (pl.col("ts") >= pl.col("start_ts")).fill_null(True))
+        .select("attempt_id", "event_id", "cluster", "node", unit, pl.col("ts").alias("_claim_ts"))
         .join(linked, on=["attempt_id", "event_id"], how="semi")
         .select(pl.col("attempt_id").alias("_claimer"), "cluster", "node", "_unit", "_claim_ts").unique()
     )

@@ -10,7 +10,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import CGROUP_OOM, CUDA_OOM, ITERATION, XID_79, syslog, verdicts_by_job
+from tests.end_to_end import CGROUP_OOM, CUDA_OOM, ITERATION, XID_79, syslog, verdicts_by_job, watchdog_timeout
 
 # https://github.com/doitsujin/dxvk/issues/1027
 XID_13 = "NVRM: Xid (PCI:0000:01:00): 13, Graphics Exception: ChID 0052, Class 00000000, Offset 00001b0c, Data 1000f010"
@@ -30,6 +30,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 509|509|ft|erin|TIMEOUT|0:0|2026-11-20T06:05:00|2026-11-20T10:05:40|n8|gres/gpu=4,node=1
 510|510|eval|fay|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:10|n9|gres/gpu=1,node=1
 511|511|eval|gus|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:20|n9|gres/gpu=1,node=1
+512|512|pre|hal|FAILED|1:0|2026-11-20T09:00:00|2026-11-20T10:17:00|n10|gres/gpu=8,node=1
+513|513|pre|ivy|FAILED|1:0|2026-11-20T10:20:00|2026-11-20T10:20:30|n10|gres/gpu=8,node=1
 """
 # pytorch/pytorch#51382's wording of the fault XID 13 reports, as carol's rank prints it.
 ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -38,6 +40,8 @@ ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encoun
 LAUNCH_FAILURE = ("RuntimeError: cuda runtime error (4) : unspecified launch failure at "
                   "/home/ubuntu/pytorch/torch/lib/THC/THCTensorCopy.cu:85")
 UNKNOWN_ERROR = "RuntimeError: CUDA error: unknown error"
+# https://github.com/microsoft/SimXNS/issues/2
+INVALID_ORDINAL = "RuntimeError: CUDA error: invalid device ordinal"
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +74,11 @@ def verdicts(tmp_path_factory):
     (logs / "n9.log").write_text(syslog("n9", ("10:06:00", f"kernel: {XID_79}")))
     (logs / "slurm-510.out").write_text(f"[2026-11-20 10:06:01,000] step 5\n[rank0]: {LAUNCH_FAILURE}\n")
     (logs / "slurm-511.out").write_text(f"[2026-11-20 10:06:02,000] step 5\n[rank0]: {UNKNOWN_ERROR}\n")
+    # n10's GPU fell off the bus under hal's job, whose rank on it hung silently; ivy's job,
+    # started after, found the GPU missing: the fault is still hal's job's root.
+    (logs / "n10.log").write_text(syslog("n10", ("10:06:00", f"kernel: {XID_79}")))
+    (logs / "slurm-512.out").write_text(f"[2026-11-20 10:05:00,000] step 5\n{watchdog_timeout(1, '10:16:01')}\n")
+    (logs / "slurm-513.out").write_text(f"[2026-11-20 10:20:05,000] step 0\n[rank0]: {INVALID_ORDINAL}\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -126,3 +135,8 @@ def test_a_gpu_two_jobs_shared_is_both_jobs_root(verdicts):
     for job in ("510", "511"):
         assert (verdicts[job]["domain"], verdicts[job]["cause"], verdicts[job]["culprit_nodes"]) == (
             "gpu", "gpu.fallen_off_bus", ["n9"])
+
+
+def test_the_next_job_finding_the_gpu_gone_does_not_take_the_fault_from_the_job_it_struck(verdicts):
+    assert (verdicts["512"]["domain"], verdicts["512"]["culprit_nodes"]) == ("gpu", ["n10"])
+    assert (verdicts["513"]["domain"], verdicts["513"]["culprit_nodes"]) == ("gpu", ["n10"])
