@@ -18,8 +18,9 @@ The same holds for any fault the node's kernel reports of a GPU it names
 (:data:`GPU_DOMAINS`: a GPU off the bus, an uncontained ECC error, an NVLink error): on a
 node whose GPUs several jobs share out, a fault of a GPU another job's process reported
 and this job's did not (no CUDA error of its own on that node within :data:`OUTLIVED`)
-struck that job's GPU, not this one's. Only the claim says so: stamped before the start, such a fault may still be why the
-job failed (a GPU that fell off the bus is missing for the next job too).
+struck that job's GPU, not this one's; only an attempt running when it happened claims it.
+Only the claim says so: stamped before the start, such a fault may still be why the job
+failed (a GPU that fell off the bus is missing for the next job too).
 
 Declared in ``host.yaml``, after ``xid_roles`` (``gpu_xid.yaml``), whose repeat-offender
 upgrade does not outrank this. Contract: :mod:`engine.rules.python_rules`.
