@@ -242,7 +242,8 @@ def ingest_topology(
 
         nodes = ordinal_hca_nodes(read_ibnetdiscover(ibnetdiscover))
         if nodes:
-            err.print(f"warning: {ibnetdiscover}: {len(nodes)} node(s) ({', '.join(nodes[:3])}…) name their HCAs "
+            listed = ", ".join(nodes[:3]) + ("…" if len(nodes) > 3 else "")
+            err.print(f"warning: {ibnetdiscover}: {len(nodes)} node(s) ({listed}) name their HCAs "
                       "'HCA-<n>' in their node descriptions, where kernel and NCCL lines say mlx5_<n>: their "
                       "ports map to no switch port. Land a --hca-ports file naming the devices, or give the "
                       "hosts rdma-ndd's '<host> <device>' descriptions.")
