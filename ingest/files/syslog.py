@@ -8,8 +8,9 @@ stripped from ``message``. Lines that start with whitespace continue the previou
 (wrapped lines) and inherit its stamp. journalctl's own marker lines (``-- Logs begin at
 … --``, ``-- Journal begins at … --``, ``-- Boot 3d2a… --``, ``-- Reboot --``, ``-- No entries
 --``) land as lines of program ``journalctl`` on the node of the lines around them, with an
-inherited stamp: a boot marker says the node restarted there. Any other line without a
-syslog header is rejected.
+inherited stamp: a boot marker says the node restarted there. opensm's own log, which puts
+microseconds, a thread and a level where the host would be, lands as program ``opensm`` on
+the landing's ``--node``. Any other line without a syslog header is rejected.
 """
 
 from __future__ import annotations
