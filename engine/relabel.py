@@ -16,7 +16,7 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
-from engine.decide import INFRASTRUCTURE
+from engine.decide import INFRASTRUCTURE, REASONLESS_CANCEL
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 from engine.rules.python_rules import with_role
 
@@ -335,11 +335,6 @@ its server after the major timeout (about 180 s with the default ``timeo`` and
 ``retrans``), while the rank writing the checkpoint has been stuck all along."""
 
 
-CANCEL_CAUSE = "scheduler.cancelled"
-"""The cause of slurmstepd's ``*** JOB … CANCELLED AT … ***`` banner of a cancellation
-(:func:`demote_roots_after_the_hang`)."""
-
-
 def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     """An infrastructure root candidate stamped more than :data:`HANG_MARGIN` after the
     collective that timed out began (the latest moment a watchdog cascade can have been
@@ -349,9 +344,10 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     then named by the python rules (``straggler.py``). A workload root printed late stays:
     it may report the stall itself (``DataLoader timed out after 300 seconds``). A report of
     how long the fault had lasted when it was printed (a CPU "stuck for 74s") dates it by
-    its onset (:func:`_onset`). So is a cancellation (:data:`CANCEL_CAUSE`: ``scancel``'s
-    banner) stamped that late: someone stopped a job that was already stuck, and the
-    scheduler's record of it stays the fallback when nothing else explains the hang.
+    its onset (:func:`_onset`). So is a cancellation (``scancel``'s banner,
+    :data:`engine.decide.REASONLESS_CANCEL`) stamped that late: someone stopped a job that
+    was already stuck, and the scheduler's record of it stays the fallback when nothing else
+    explains the hang.
 
     A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
     another node's, or none) stays: that rank is the one the others waited for, and its
@@ -378,7 +374,7 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     most = reporting.group_by("attempt_id").agg(pl.col("_reported").max().alias("_most"))
     candidate = (pl.col("role") == "root_candidate") & (
         (pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("cause").is_in(NOTICED_LATE))
-        | (pl.col("cause") == CANCEL_CAUSE)
+        | (pl.col("cause") == REASONLESS_CANCEL)
     )
     waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most"))
     late = (

@@ -74,7 +74,13 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     during = bound & ~earlier
     of_a_gpu = pl.col("gpu").is_not_null() & pl.col("domain").is_in(GPU_DOMAINS) & pl.col("source").is_in(NODE_LOG_SOURCES)
     claimed = _claimed_by_another(events, bound | of_a_gpu)
-    demoted = earlier | (claimed & (bound | ~_own_cuda_error_near(events)))
+    is_bound = events.select(bound).to_series()
+    # A GPU fault another attempt claims stays this one's when its own CUDA error is near:
+    # looked up only when there is such a claim (most chunks have none).
+    gpu_claims = claimed & ~is_bound
+    if gpu_claims.any():
+        gpu_claims = gpu_claims & ~_own_cuda_error_near(events)
+    demoted = earlier | (claimed & is_bound) | gpu_claims
     suspects = events.filter(during & (pl.col("role") == "root_candidate"))["attempt_id"].unique()
     if not suspects.is_empty():
         # Failing: its first cascade, its first other root candidate or confirmation (the

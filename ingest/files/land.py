@@ -294,8 +294,7 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame, timezone: str = "UTC
         return untied_ranks(obs)
     # The joins below carry only the columns they read and write; the result replaces those
     # columns of ``obs``.
-    tied = obs.select("file", "ts", "ts_source", "rank", "node", *PLACEMENT_COLUMNS, "_backfilled",
-                      pl.col(ZONELESS) if ZONELESS in obs.columns else pl.lit(False).alias(ZONELESS))
+    tied = obs.select("file", "ts", "ts_source", "rank", "node", *PLACEMENT_COLUMNS, "_backfilled", ZONELESS)
     stampless = tied.group_by("file").agg((pl.col("ts_source") == "ingest").all().alias("_stampless"))
     # Nothing dates the lines of a stampless file: Slurm rewrites the output file on
     # requeue unless told to append, so it most likely holds the last attempt.
