@@ -118,27 +118,30 @@ def _own_cuda_error_near(events: pl.DataFrame) -> pl.Series:
 def _claimed_by_another(events: pl.DataFrame, bound: pl.Expr) -> pl.Series:
     """Per row: a ``bound`` node event on a GPU (or, naming none, the very event) another
     attempt, running at the time, claims within :data:`CLAIM_WINDOW` (a confirmation of its
-    own linked to it, ``caused_by``) while this row's attempt claims none there."""
+    own linked to it, ``caused_by``) while this row's attempt, running or not, claims none
+    there."""
     unit = pl.coalesce("gpu", "event_id").alias("_unit")
     rows = events.select("attempt_id", "cluster", "node", unit, "ts", bound.alias("_bound")).with_row_index("_i")
     linked = events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null()).select(
         "attempt_id", pl.col("caused_by").alias("event_id")).unique()
     if linked.is_empty():
         return pl.repeat(False, events.height, eager=True)
-    # Only an attempt that was running when the event happened claims it: the next job on
-    # the node confirms a GPU lost before it started (lost_gpu.py), which says nothing of
-    # whose process it was.
+    # Only another attempt that was running when the event happened takes it away: the next
+    # job on the node confirms a GPU lost before it started (lost_gpu.py), which says
+    # nothing of whose process it was. This attempt's own claim keeps it, running or not.
     claims = (
-        events.filter(bound & (pl.col("ts") >= pl.col("start_ts")).fill_null(True))
-        .select("attempt_id", "event_id", "cluster", "node", unit, pl.col("ts").alias("_claim_ts"))
+        events.filter(bound)
+        .select("attempt_id", "event_id", "cluster", "node", unit, pl.col("ts").alias("_claim_ts"),
+                (pl.col("ts") >= pl.col("start_ts")).fill_null(True).alias("_running"))
         .join(linked, on=["attempt_id", "event_id"], how="semi")
-        .select(pl.col("attempt_id").alias("_claimer"), "cluster", "node", "_unit", "_claim_ts").unique()
+        .select(pl.col("attempt_id").alias("_claimer"), "cluster", "node", "_unit", "_claim_ts", "_running").unique()
     )
     near = (
         rows.filter("_bound").join(claims, on=["cluster", "node", "_unit"])
         .filter((pl.col("ts") - pl.col("_claim_ts")).abs() <= CLAIM_WINDOW)
         .group_by("_i")
-        .agg(mine=(pl.col("_claimer") == pl.col("attempt_id")).any(), others=(pl.col("_claimer") != pl.col("attempt_id")).any())
+        .agg(mine=(pl.col("_claimer") == pl.col("attempt_id")).any(),
+             others=((pl.col("_claimer") != pl.col("attempt_id")) & pl.col("_running")).any())
         .filter(pl.col("others") & ~pl.col("mine"))
     )
     return rows.select(pl.col("_i").is_in(near["_i"].implode())).to_series()

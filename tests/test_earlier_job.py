@@ -32,6 +32,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 511|511|eval|gus|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:20|n9|gres/gpu=1,node=1
 512|512|pre|hal|FAILED|1:0|2026-11-20T09:00:00|2026-11-20T10:17:00|n10|gres/gpu=8,node=1
 513|513|pre|ivy|FAILED|1:0|2026-11-20T10:20:00|2026-11-20T10:20:30|n10|gres/gpu=8,node=1
+514|514|pre|jan|FAILED|1:0|2026-11-20T09:00:00|2026-11-20T10:07:00|n11|gres/gpu=8,node=1
+515|515|pre|kim|FAILED|1:0|2026-11-20T10:30:00|2026-11-20T10:30:30|n11|gres/gpu=8,node=1
 """
 # pytorch/pytorch#51382's wording of the fault XID 13 reports, as carol's rank prints it.
 ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -79,6 +81,10 @@ def verdicts(tmp_path_factory):
     (logs / "n10.log").write_text(syslog("n10", ("10:06:00", f"kernel: {XID_79}")))
     (logs / "slurm-512.out").write_text(f"[2026-11-20 10:05:00,000] step 5\n{watchdog_timeout(1, '10:16:01')}\n")
     (logs / "slurm-513.out").write_text(f"[2026-11-20 10:20:05,000] step 0\n[rank0]: {INVALID_ORDINAL}\n")
+    # The same, but jan's rank reported the GPU going: kim's job still found it missing.
+    (logs / "n11.log").write_text(syslog("n11", ("10:06:00", f"kernel: {XID_79}")))
+    (logs / "slurm-514.out").write_text(f"[2026-11-20 10:06:01,000] step 5\n[rank0]: {LAUNCH_FAILURE}\n")
+    (logs / "slurm-515.out").write_text(f"[2026-11-20 10:30:05,000] step 0\n[rank0]: {INVALID_ORDINAL}\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -140,3 +146,8 @@ def test_a_gpu_two_jobs_shared_is_both_jobs_root(verdicts):
 def test_the_next_job_finding_the_gpu_gone_does_not_take_the_fault_from_the_job_it_struck(verdicts):
     assert (verdicts["512"]["domain"], verdicts["512"]["culprit_nodes"]) == ("gpu", ["n10"])
     assert (verdicts["513"]["domain"], verdicts["513"]["culprit_nodes"]) == ("gpu", ["n10"])
+
+
+def test_the_job_a_gpu_fault_struck_does_not_take_it_from_the_next_job_that_found_it_gone(verdicts):
+    assert (verdicts["514"]["domain"], verdicts["514"]["culprit_nodes"]) == ("gpu", ["n11"])
+    assert (verdicts["515"]["domain"], verdicts["515"]["culprit_nodes"]) == ("gpu", ["n11"])
