@@ -236,14 +236,19 @@ def select_root_cause(
             _sorted_unique("rank").alias("culprit_ranks"),
             pl.col("_row").alias("root_rows"),
             (names == "never").fill_null(False).all().alias("_never"),
+            # A fault of a component several nodes share (``one_node``: a multi-node NVLink
+            # domain's switch trays) that struck several of them at once is the component's.
+            ((names == "one_node").fill_null(False).all() & (pl.col("node").drop_nulls().n_unique() > 1))
+            .alias("_spread"),
         )
         # Culprit events that all never name their node (a job's own cgroup OOM, seen by
-        # the kernel and by slurmstepd), or a shared service reported from several nodes,
-        # leave the nodes out; one event that does name its node (a node-wide OOM kill
-        # beside slurmstepd's count of it) keeps its own.
+        # the kernel and by slurmstepd), a shared service reported from several nodes, or a
+        # shared component's fault seen on several at once, leave the nodes out; one event
+        # that does name its node (a node-wide OOM kill beside slurmstepd's count of it)
+        # keeps its own.
         .join(shared, on="attempt_id", how="left")
-        .with_columns(~(pl.col("_never") | pl.col("_shared").fill_null(False)).alias("names_node"))
-        .drop("_never", "_shared")
+        .with_columns(~(pl.col("_never") | pl.col("_shared").fill_null(False) | pl.col("_spread")).alias("names_node"))
+        .drop("_never", "_shared", "_spread")
     )
     # Printed after the root in the same node's file: not a rival (one writer's lines are in
     # order). A central syslog server's file holds many nodes, whose order there is only

@@ -449,9 +449,11 @@ that timed out): a job that went on working long after one did not die of it."""
 def demote_outlived_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: timedelta) -> pl.DataFrame:
     """Root candidates the attempt outlived become ``context``.
 
-    One stamped before its attempt started (the ``lookback`` window) is the root only of an
-    attempt that started failing within ``fail_at_once`` of its start: a GPU that fell off
-    the bus before the job landed fails it at once. An attempt that ran longer than that had
+    One stamped before its attempt started (the ``lookback`` window), and not repeated after
+    the start (a flood's ``last_ts``: an image pull refused again and again while the
+    attempt waited for its pods), is the root only of an attempt that started failing
+    within ``fail_at_once`` of its start: a GPU that fell off the bus before the job landed
+    fails it at once. An attempt that ran longer than that had
     working hardware after the event (a link that came back), so for it the event is
     ``context``. So is a fault of :data:`RECOVERING_CAUSES` during the attempt that started
     failing more than ``fail_at_once`` after it, when another root candidate stands there
@@ -464,7 +466,10 @@ def demote_outlived_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: t
     if events.is_empty():
         return events
     root = pl.col("role") == "root_candidate"
-    early = root & (pl.col("ts_hi") < pl.col("start_ts") - skew)
+    # A flood that went on into the attempt (its last repeat stamped after the start) did
+    # not end before it: the fault was still there when the attempt ran.
+    repeated_until = pl.coalesce("last_ts", "ts")
+    early = root & (pl.col("ts_hi") < pl.col("start_ts") - skew) & (repeated_until < pl.col("start_ts") - skew)
     recovering = root & ~early & pl.col("cause").is_in(RECOVERING_CAUSES)
     if not events.select((early | recovering).any()).item():
         return events

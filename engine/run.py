@@ -260,14 +260,14 @@ def coverage_from_counts(
     start): the cost follows the attempts' node count, not their duration or how many
     attempts a node ran.
 
-    A node's log covers an attempt when it has rows in the attempt's window, or rows both
+    A node's log covers an attempt when it has rows in the attempt's window (the hours from
+    its start to its end and ``grace``; rows of its ``lookback`` only do not count), or rows both
     within ``quiet_horizon`` before it and within that after it: the log was being written
     throughout, and a quiet node (nothing to say during a healthy job) is evidence of no
     fault, not a missing source. A log that stops before the window ends (a node that
     died, a rotated file not landed) stays missing. The counts must span the
     :func:`coverage_days` of the attempts; more days change nothing.
     """
-    lookback = timedelta(seconds=config.seconds("lookback"))
     grace = timedelta(seconds=config.seconds("grace"))
     horizon = timedelta(seconds=config.seconds("quiet_horizon"))
     # One integer key per (cluster, node, source) log: the running sums and the as-of
@@ -288,7 +288,9 @@ def coverage_from_counts(
     )
     windows = attempts.select(
         "cluster", "attempt_id", pl.col("nodes").alias("node"),
-        (pl.col("start_ts") - lookback).dt.truncate("1h").alias("lo"),
+        # From the hour the attempt started, not from its lookback: a log whose last line
+        # came before the attempt started was not being written while it ran.
+        pl.col("start_ts").dt.truncate("1h").alias("lo"),
         (pl.col("end_ts") + grace).alias("hi"),
     ).explode("node").drop_nulls("node")
     running = per_hour.select("_log", "hour", "running")

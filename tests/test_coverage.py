@@ -47,7 +47,7 @@ def _node_log_errors(hours: list[int], config: EngineConfig | None = None) -> li
 
 
 def test_a_node_log_with_rows_before_and_after_a_quiet_attempt_covers_it():
-    # Lines at 08:00 and 14:00, none from 09:30 (lookback) to 11:10 (grace): the daemon was
+    # Lines at 08:00 and 14:00, none from 10:00 (the start) to 11:10 (grace): the daemon was
     # writing all along, and the node had nothing to say during the job.
     assert _node_log_errors([-2, 4]) == []
 
@@ -58,6 +58,9 @@ def test_a_node_log_that_stops_before_the_attempt_ends_is_missing():
     assert _node_log_errors([-2]) == missing
     assert _node_log_errors([4]) == missing
     assert _node_log_errors([0]) == []
+    # Its last line in the hour before the start (within the 30 min lookback whose events
+    # the attempt reads): it still stopped before the attempt ran.
+    assert _node_log_errors([-1]) == missing
 
 
 def test_a_node_log_quiet_for_longer_than_the_horizon_is_missing():

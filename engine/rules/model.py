@@ -91,13 +91,16 @@ class Outcome(_Strict):
     role: Role | None = None
     action: Literal[ACTIONS] | None = None  # type: ignore[valid-type]
     title: str | None = None
-    names_node: Literal["always", "alone", "never"] | None = None
+    names_node: Literal["always", "alone", "one_node", "never"] | None = None
     """Whether a root from this outcome names its node (and GPU, port) as a culprit:
     ``always`` (the default); ``never`` when the fault is not the node's (the job's own
     cgroup memory limit, a quota); ``alone`` when the line reports a shared service (a file
     server): the node is named while it is the only one reporting it, and none is once
     several of the attempt's nodes, or other nodes within minutes, report it (the service is
-    at fault, not the nodes)."""
+    at fault, not the nodes); ``one_node`` when the fault may lie in a component several
+    nodes share (a multi-node NVLink domain's switch trays): the node is named while the
+    root's incident (its reports within the clock skew) is on one node, and none is when it
+    struck several of the attempt's nodes at once."""
 
     @field_validator("cause")
     @classmethod

@@ -1,0 +1,53 @@
+"""NVLink5 faults in a multi-node NVLink domain (GB200 NVL72): one switch tray's fault reaches
+the GPUs of several compute trays at once and names none of them (``names_node:
+one_node``); one tray's fault names that tray; and a GPU that fell off the bus takes the
+NVLink errors its peers print at once as its echo (precedence.fallen_off_bus_over_peer_nvlink),
+not as rivals. Real lines, landed through the Slurm connector and the files landing,
+attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from tests.end_to_end import ALIVE, ITERATION, syslog, verdicts_by_job
+
+# https://github.com/leptonai/gpud/pull/1174 (a GB200 tray's NVLink5 NETIR fault)
+XID_149 = ("kernel: NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 01 "
+           "(0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
+# https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
+XID_79 = "kernel: NVRM: Xid (PCI:0019:01:00): 79, GPU has fallen off the bus."
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+{job}|{job}|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|t[1-4]|gres/gpu=16,node=4
+"""
+
+
+def _verdict(tmp_path, job: str, faults: dict[str, tuple[str, str]]) -> dict:
+    """The verdict of a four-tray job whose trays' syslogs hold ``faults`` (node → (clock,
+    line)) between ordinary lines."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for node in ("t1", "t2", "t3", "t4"):
+        lines = [("10:05:00", ALIVE), *([faults[node]] if node in faults else []), ("10:25:00", ALIVE)]
+        (logs / f"{node}.log").write_text(syslog(node, *lines))
+    (logs / f"slurm-{job}.out").write_text(f"0: [2026-11-20 10:10:00,000] {ITERATION}\n")
+    return verdicts_by_job(tmp_path, SACCT.format(job=job), logs, date(2026, 11, 20))[job]
+
+
+def test_a_fault_on_every_tray_at_once_names_no_tray(tmp_path):
+    at_once = {node: (f"10:20:0{k}", XID_149) for k, node in enumerate(("t1", "t2", "t3", "t4"))}
+    v = _verdict(tmp_path, "810", at_once)
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == ("nvlink", "nvlink.link_error", [], [])
+
+
+def test_one_trays_fault_names_that_tray(tmp_path):
+    v = _verdict(tmp_path, "811", {"t3": ("10:20:00", XID_149)})
+    assert (v["domain"], v["culprit_nodes"]) == ("nvlink", ["t3"])
+
+
+def test_a_gpu_off_the_bus_outranks_its_peers_nvlink_errors(tmp_path):
+    faults = {"t2": ("10:20:00", XID_79), **{node: ("10:20:01", XID_149) for node in ("t1", "t3", "t4")}}
+    v = _verdict(tmp_path, "812", faults)
+    assert (v["domain"], v["cause"], v["quality"], v["culprit_nodes"]) == (
+        "gpu", "gpu.fallen_off_bus", "definitive", ["t2"])
+    assert v["alternatives"] == []
