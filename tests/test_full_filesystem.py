@@ -31,3 +31,30 @@ def test_the_full_filesystem_behind_a_failed_checkpoint_write_is_the_root(tmp_pa
     )
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["630"]
     assert (v["domain"], v["cause"], v["quality"]) == ("storage", "storage.disk_full", "definitive")
+
+
+# https://github.com/ray-project/deltacat/issues/51 (botocore's ClientError, the SDK's retries spent)
+SLOW_DOWN = ("[rank16]: botocore.exceptions.ClientError: An error occurred (SlowDown) when calling the PutObject "
+             "operation (reached max retries: 4): Please reduce your request rate.")
+# CPython's OSError for a rename on a node's own NVMe scratch (Objects/exceptions.c)
+LOCAL_NVME_FULL = ("[rank8]: OSError: [Errno 28] No space left on device: '/local_nvme/stage/ckpt-3000/rank8.distcp' "
+                   "-> '/local_nvme/stage/ckpt-3000/rank8.distcp.tmp'")
+
+TWO_JOBS = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+631|631|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|f1|gres/gpu=8,node=1
+632|632|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|f2|gres/gpu=8,node=1
+"""
+
+
+def test_a_throttling_object_store_is_storage_and_a_full_node_disk_names_its_node(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for node in ("f1", "f2"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:05:00", ALIVE), ("10:25:00", ALIVE)))
+    (logs / "slurm-631.out").write_text(f"[2026-11-20 10:20:00,000] {ITERATION}\n{SLOW_DOWN}\n")
+    (logs / "slurm-632.out").write_text(f"[2026-11-20 10:20:00,000] {ITERATION}\n{LOCAL_NVME_FULL}\n")
+    v = verdicts_by_job(tmp_path, TWO_JOBS, logs, date(2026, 11, 20))
+    # The same line matches the generic exception rule: the store's refusal outranks it.
+    assert (v["631"]["domain"], v["631"]["cause"], v["631"]["culprit_nodes"]) == (
+        "storage", "storage.object_store_throttled", [])
+    assert (v["632"]["domain"], v["632"]["cause"], v["632"]["culprit_nodes"]) == ("storage", "storage.disk_full", ["f2"])

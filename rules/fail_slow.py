@@ -1,0 +1,64 @@
+"""A GPU slowed down for most of a run that then hit its time limit: the fail-slow root.
+
+A GPU held back by heat or its power brake prints no error: DCGM's health watch and the
+driver only report the slowdown (``gpu_thermal_power_slowdown``, ``context`` on its own, as
+a short throttle is harmless). In a synchronous job every rank waits for the slowest GPU
+each step, so one GPU throttled for most of the run drags the whole job past its time
+limit, and the scheduler's TIMEOUT hides why.
+
+This rule makes those reports the root candidates of an attempt that ended in TIMEOUT with
+no other root (slurmstepd's time-limit banner is the stop being explained, not a rival), when one GPU (or one node's, for reports naming no GPU) was reported slowed
+at least :data:`MIN_REPORTS` times, first to last over at least :data:`MIN_SHARE` of the
+attempt's run time: a sustained slowdown, not a throttle in passing. No error line backs it
+and the time limit may have been too short anyway, so the verdict cannot be corroborated
+by the state and stays ``probable``. The GPU index DCGM names (``dcgm_gpu``) fills the
+event's GPU where the line gave none.
+Contract: :mod:`engine.rules.python_rules`.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from engine.rules.python_rules import param, rooted_attempts, with_role
+
+SLOWDOWN_CAUSE = "gpu.thermal_power_slowdown"
+"""The cause of the slowdown reports (``gpu_health.yaml``)."""
+TIME_LIMIT_CAUSE = "scheduler.time_limit"
+"""The cause of slurmstepd's time-limit banner: the stop this rule explains, not a rival root."""
+MIN_REPORTS = 3
+"""Reports of one GPU's slowdown an attempt needs (a flood's repeats count)."""
+MIN_SHARE = 0.5
+"""The share of the attempt's run time the reports must span, first to last."""
+
+
+def apply(events: pl.DataFrame, context) -> pl.DataFrame:
+    """Promote the slowdown reports of each timed-out attempt without a root whose one GPU
+    was slowed over most of the run to root candidates (see the module docstring)."""
+    slow = (pl.col("cause") == SLOWDOWN_CAUSE) & (pl.col("role") == "context") & (pl.col("state") == "timeout")
+    if events.is_empty() or not events.select(slow.any()).item():
+        return events
+    events = events.with_columns(pl.coalesce(pl.col("gpu"), param("dcgm_gpu")).alias("_gpu"))
+    rivals = rooted_attempts(events.filter(pl.col("cause") != TIME_LIMIT_CAUSE))
+    reports = events.filter(slow).join(rivals, on="attempt_id", how="anti")
+    runtime = pl.col("end_ts").first() - pl.col("start_ts").first()
+    sustained = (
+        reports.group_by("attempt_id", "node", "_gpu")
+        .agg(
+            pl.col("count").sum().alias("_reports"),
+            (pl.col("last_ts").max() - pl.col("ts").min()).alias("_span"),
+            runtime.alias("_runtime"),
+        )
+        .filter(
+            (pl.col("_reports") >= MIN_REPORTS)
+            & (pl.col("_span").dt.total_microseconds() >= MIN_SHARE * pl.col("_runtime").dt.total_microseconds())
+        )
+        .select("attempt_id", "node", "_gpu", pl.lit(True).alias("_sustained"))
+    )
+    if sustained.is_empty():
+        return events.drop("_gpu")
+    marked = events.join(sustained, on=["attempt_id", "node", "_gpu"], how="left", nulls_equal=True, maintain_order="left")
+    promote = slow & pl.col("_sustained").fill_null(False)
+    # The GPU first: once promoted, the rows no longer read as ``context``.
+    marked = marked.with_columns(pl.when(promote).then(pl.col("_gpu")).otherwise(pl.col("gpu")).alias("gpu"))
+    return with_role(marked, promote, "root_candidate").drop("_gpu", "_sustained")

@@ -1,0 +1,56 @@
+"""A time-limited job whose one GPU DCGM reported slowed by heat over most of its run is a
+fail-slow GPU (``rules/fail_slow.py``), named as ``probable``; a throttle in passing, or
+a slowdown beside another root, leaves the verdict alone. Real lines, landed through the
+Slurm connector and the files landing, attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from tests.end_to_end import ALIVE, ITERATION, syslog, verdicts_by_job
+
+# https://github.com/NVIDIA/DCGM/issues/270 (nv-hostengine's health watch, GPU by index)
+THERMAL = ("nv-hostengine[33903]: ERROR [1514002:1514004] [[Health]] Detected a WARNING in health system Thermal: "
+           "'Detected clocks event due to thermal violation in GPU 2. Verify that the cooling on this machine is "
+           "functional, including external, thermal material interface, fans, and any other components.")
+# slurmstepd's banner (https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/req.c)
+TIME_LIMIT = "slurmstepd: error: *** JOB {job} ON f1 CANCELLED AT 2026-11-20T14:00:00 DUE TO TIME LIMIT ***"
+# https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
+XID_79 = "kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+{job}|{job}|train|alice|TIMEOUT|0:0|2026-11-20T10:00:00|2026-11-20T14:00:30|f[1-2]|gres/gpu=16,node=2
+"""
+
+
+def _verdict(tmp_path, job: str, f2_lines: tuple[tuple[str, str], ...]) -> dict:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "f1.log").write_text(syslog("f1", ("10:05:00", ALIVE), ("13:55:00", ALIVE)))
+    (logs / "f2.log").write_text(syslog("f2", ("10:05:00", ALIVE), *f2_lines, ("13:55:00", ALIVE)))
+    (logs / f"slurm-{job}.out").write_text(
+        f"0: [2026-11-20 10:10:00,000] {ITERATION}\n0: [2026-11-20 13:59:00,000] {ITERATION}\n"
+        f"{TIME_LIMIT.format(job=job)}\n"
+    )
+    return verdicts_by_job(tmp_path, SACCT.format(job=job), logs, date(2026, 11, 20))[job]
+
+
+def test_a_gpu_slowed_over_most_of_a_timed_out_run_is_its_probable_root(tmp_path):
+    slowed = tuple((f"{h}:35:20", THERMAL) for h in range(10, 14))
+    v = _verdict(tmp_path, "700", slowed)
+    assert (v["domain"], v["cause"], v["quality"]) == ("gpu", "gpu.thermal_power_slowdown", "probable")
+    assert (v["culprit_nodes"], v["culprit_gpus"]) == (["f2"], ["2"])
+
+
+def test_a_throttle_in_passing_leaves_the_time_limit(tmp_path):
+    # Three reports within an hour of a four-hour run: not the run's pace.
+    passing = (("11:00:00", THERMAL), ("11:20:00", THERMAL), ("11:40:00", THERMAL))
+    v = _verdict(tmp_path, "701", passing)
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
+
+
+def test_another_root_outranks_a_slowdown(tmp_path):
+    slowed = tuple((f"{h}:35:20", THERMAL) for h in range(10, 14))
+    v = _verdict(tmp_path, "702", (*slowed, ("13:50:00", XID_79)))
+    assert (v["domain"], v["cause"]) == ("gpu", "gpu.fallen_off_bus")
+
