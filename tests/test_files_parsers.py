@@ -12,6 +12,7 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import polars as pl
 import pytest
@@ -652,3 +653,35 @@ def test_journalctl_markers_land_on_the_node_of_the_entries_around_them(tmp_path
     # A line that only looks like a marker is still no syslog line.
     (tmp_path / "other.txt").write_text(JOURNALCTL_EXPORT[1] + "\n-- not a journalctl marker --\n")
     assert read_log_file(tmp_path / "other.txt", year=2021).rejects.height == 1
+
+
+def test_nemo_transformers_and_abseil_stamps(tmp_path):
+    """NeMo's logger, the Transformers Trainer's and Hugging Face scripts' Python logging
+    (local wall time), and abseil's epoch seconds before its logging is initialised (UTC
+    whatever the node's zone)."""
+    lines = [
+        # NeMo's formatter, nemo/utils/formatters/base.py: "[NeMo %(levelname)1.1s %(asctime)s %(module)s:%(lineno)d]"
+        "[NeMo I 2024-07-30 23:01:58 dist_ckpt_io:95] Using ('zarr', 1) dist-ckpt save strategy.",
+        # https://github.com/huggingface/transformers/blob/main/src/transformers/trainer.py (its logger's format)
+        "[INFO|trainer.py:734] 2025-01-01 16:12:18,785 >> Using auto half precision backend",
+        # the datefmt of transformers' examples (run_glue.py: "%m/%d/%Y %H:%M:%S")
+        "03/27/2024 07:07:33 - INFO - __main__ -   Num batches each epoch = 8",
+        # https://github.com/hiero-ledger/hiero-sdk-python/issues/337
+        "E0000 00:00:1756545841.079783 4245582 init.cc:229] grpc_wait_for_shutdown_with_timeout() timed out.",
+    ]
+    obs = read_log_file(write(tmp_path / "train.log", ["2: " + line for line in lines]), source="app",
+                        timezone="America/Chicago").observations
+    chicago = ZoneInfo("America/Chicago")
+    assert obs["ts"].to_list() == [
+        datetime(2024, 7, 30, 23, 1, 58, tzinfo=chicago).astimezone(UTC),
+        datetime(2025, 1, 1, 16, 12, 18, 785000, tzinfo=chicago).astimezone(UTC),
+        datetime(2024, 3, 27, 7, 7, 33, tzinfo=chicago).astimezone(UTC),
+        datetime(2025, 8, 30, 9, 24, 1, 79783, tzinfo=UTC),
+    ]
+    assert obs["ts_source"].to_list() == ["line"] * 4
+    assert obs["message"].to_list() == [
+        "Using ('zarr', 1) dist-ckpt save strategy.",
+        "Using auto half precision backend",
+        "INFO - __main__ -   Num batches each epoch = 8",
+        "grpc_wait_for_shutdown_with_timeout() timed out.",
+    ]

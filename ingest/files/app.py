@@ -18,7 +18,12 @@ Lines are free text behind optional prefixes, peeled off in this order:
    glog/PyTorch ``[E1130 15:32:38.123456 12345 file.cpp:123]`` (no year, rolled over like
    RFC 3164; PyTorch prints the month unpadded: ``E205`` is 5 February), Python logging
    ``[2026-11-30 15:32:38,123]``, any ISO-8601 stamp (also behind a logger's tag, as
-   TorchTitan's ``[titan] 2026-09-11 23:05:40,871 - …``), detectron2's
+   TorchTitan's ``[titan] 2026-09-11 23:05:40,871 - …`` and the Transformers Trainer's
+   ``[INFO|trainer.py:734] 2025-01-01 16:12:18,785 >> …``, or inside NeMo's
+   ``[NeMo I 2024-02-26 23:02:20 preprocess:289]``), Python logging's US date
+   ``05/10/2023 10:48:48 - INFO - …`` (Hugging Face's example scripts), abseil's
+   ``E0000 00:00:1775556782.173781 2657 cuda_dnn.cc:8579]`` (seconds since the epoch,
+   before its logging is set up: jaxlib, XLA), detectron2's
    ``[07/21 10:31:18 d2.utils.events]:`` or vLLM's ``INFO 07-23 19:34:48 [file.py:289]``
    (no year either), after any process tag Ray and vLLM print (``(VllmWorker rank=3
    pid=406) ``);
@@ -64,8 +69,10 @@ LAUNCHER = (
 BROKEN_LAUNCHER = r"^(?:\[[0-9]+\] )?\[(?:rank|default)[^\]]*\]:"
 STAMP = (
     r" *(?:"
-    r"\[?[IWEF](?P<gmon>[0-9]{1,2})(?P<gday>[0-9]{2}) (?P<gtime>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
-    r"|(?:\[[A-Za-z][\w.-]*\] )?\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)\]?:?"
+    r"[IWEF]0000 00:00:(?P<epoch>[0-9]{9,10}(?:\.[0-9]{1,6})?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
+    r"|\[?[IWEF](?P<gmon>[0-9]{1,2})(?P<gday>[0-9]{2}) (?P<gtime>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
+    r"|(?:\[[A-Za-z][\w.|:-]*\] |\[NeMo [DIWEC] )?\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)(?: [A-Za-z_][\w.]*:[0-9]+\]| >>)?\]?:?"
+    r"|(?P<usdate>[0-9]{2}/[0-9]{2}/[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}) -"
     r"|\[(?P<dmon>[0-9]{2})/(?P<dday>[0-9]{2}) (?P<dtime>[0-9]{2}:[0-9]{2}:[0-9]{2})(?: [\w.]+)?\]:?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<vmon>[0-9]{2})-(?P<vday>[0-9]{2}) (?P<vtime>[0-9]{2}:[0-9]{2}:[0-9]{2})"
     r" \[?[^\s\]]+:[0-9]+\]"
@@ -128,13 +135,22 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
             .then(pl.col("_message").str.slice(pl.col("_fm_stamp").str.len_bytes() + 3))
             .otherwise(pl.col("_message")).alias("_message")
         )
+    # abseil's stamp before its logging is initialised (what current jaxlib and XLA print):
+    # seconds since the epoch, whole and fraction apart so no microsecond is lost to a float.
+    epoch = pl.col("epoch").str.split_exact(".", 1)
+    micros = epoch.struct.field("field_1").fill_null("").str.pad_end(6, "0").cast(pl.Int64)
+    epoch_ts = pl.from_epoch(epoch.struct.field("field_0").cast(pl.Int64) * 1_000_000 + micros, time_unit="us")
     # A column, not an expression: the reason reads it too, and would parse every stamp again.
     frame = frame.with_columns(
-        pl.coalesce(pl.col("_yearless_ts"), parse_iso(pl.col("iso"), ctx.timezone), fm_ts, banner_ts).alias("ts")
+        pl.coalesce(
+            pl.col("_yearless_ts"), parse_iso(pl.col("iso"), ctx.timezone),
+            local_stamps(pl.col("usdate"), "%m/%d/%Y %H:%M:%S", ctx.timezone),
+            epoch_ts.dt.replace_time_zone("UTC"), fm_ts, banner_ts,
+        ).alias("ts")
     )
     ts = pl.col("ts")
     message = pl.col("_message")
-    has_stamp = pl.col("_month").is_not_null() | pl.col("iso").is_not_null()
+    has_stamp = pl.col("_month").is_not_null() | pl.col("iso").is_not_null() | pl.col("usdate").is_not_null()
     reason = (
         pl.when(has_stamp & ts.is_null()).then(pl.lit("invalid date in the line's timestamp prefix"))
         .when(pl.col("trank").is_null() & pl.col(text).str.contains(BROKEN_AFTER_LABEL))
@@ -159,9 +175,11 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         program.alias("program"),
         message.alias("message"),
         reason.cast(pl.String).alias("reason"),
-        # Only an ISO-8601 stamp with its offset carries a zone (glog, detectron2, vLLM,
-        # the fabric manager's and the banners' stamps never do).
-        (ts.is_not_null() & ~(pl.col("_yearless_ts").is_null() & iso_zoned(pl.col("iso")).fill_null(False)))
+        # Only an ISO-8601 stamp with its offset and abseil's epoch seconds carry a zone
+        # (glog, detectron2, vLLM, Python's US dates, the fabric manager's and the banners'
+        # stamps never do).
+        (ts.is_not_null() & pl.col("epoch").is_null()
+         & ~(pl.col("_yearless_ts").is_null() & iso_zoned(pl.col("iso")).fill_null(False)))
         .alias(ZONELESS),
     )
 
