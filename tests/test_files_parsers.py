@@ -685,3 +685,24 @@ def test_nemo_transformers_and_abseil_stamps(tmp_path):
         "INFO - __main__ -   Num batches each epoch = 8",
         "grpc_wait_for_shutdown_with_timeout() timed out.",
     ]
+
+
+def test_a_ray_process_tag_before_the_torchrun_prefix(tmp_path):
+    """Ray puts its worker's tag before everything the worker prints, PyTorch's ``[rankN]:``
+    and glog stamp included: both are still read behind it."""
+    lines = [
+        # https://github.com/vllm-project/vllm/issues/6042
+        "(RayWorkerWrapper pid=489968) [rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective "
+        "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1572864, NumelOut=1572864, Timeout(ms)=600000) "
+        "ran for 600021 milliseconds before timing out.",
+        # Ray's tag with the worker's address (verl's WorkerDict), then the stamped form of
+        # https://github.com/mila-iqia/milabench/pull/269
+        "(WorkerDict pid=78830, ip=10.20.0.33) [rank14]:[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] [Rank 14] "
+        "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2070, OpType=REDUCE, NumelIn=1, NumelOut=1, "
+        "Timeout(ms)=600000) ran for 600034 milliseconds before timing out.",
+    ]
+    obs = read_log_file(write(tmp_path / "verl.log", lines), year=2026, source="app").observations
+    assert obs["rank"].to_list() == [1, 14]
+    assert obs["ts"][1] == datetime(2026, 9, 9, 9, 55, 29, 307629, tzinfo=UTC)
+    assert obs["message"][0].startswith("[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught")
+    assert obs["message"][1].startswith("[Rank 14] Watchdog caught")

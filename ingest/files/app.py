@@ -26,7 +26,8 @@ Lines are free text behind optional prefixes, peeled off in this order:
    before its logging is set up: jaxlib, XLA), detectron2's
    ``[07/21 10:31:18 d2.utils.events]:`` or vLLM's ``INFO 07-23 19:34:48 [file.py:289]``
    (no year either), after any process tag Ray and vLLM print (``(VllmWorker rank=3
-   pid=406) ``);
+   pid=406) ``; a Ray worker's tag comes before even the torchrun prefix:
+   ``(WorkerDict pid=78830, ip=10.20.0.33) [rank9]:[E1123 …]``);
 4. NCCL's ``host:pid:tid [dev] `` (host → ``node``, program ``nccl``).
 
 NVIDIA's fabric manager log stamps each line ``[Oct 31 2023 21:11:20] [ERROR] [tid 527118]
@@ -96,10 +97,11 @@ BANNER_WORDS = r"CANCELLED AT|MPICH ERROR \["
 """What a line carrying its own time in a banner holds: only those lines reach the banners' regexes."""
 FABRIC_MANAGER_STAMP = r"^\[([A-Z][a-z]{2} [0-9]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})\] "
 """The fabric manager's ``[Oct 31 2023 21:11:20] `` stamp (group 1), at the start of a line."""
-PREFIXES = f"(?:{LABEL}|{MPI_TAG}|{PDSH_HOST})?(?:{LAUNCHER})?(?:{PROCESS})?(?:{STAMP})?(?:{NCCL_HOST})?"
+PREFIXES = f"(?:{LABEL}|{MPI_TAG}|{PDSH_HOST})?(?:{PROCESS})?(?:{LAUNCHER})?(?:{PROCESS})?(?:{STAMP})?(?:{NCCL_HOST})?"
 """Every prefix in one regex: each optional part is taken whenever it matches where the
 previous one ended, as peeling them one by one would, but the line is scanned once and
-sliced once."""
+sliced once. Ray's process tag may come before the torchrun prefix (a Ray worker's own
+``[rankN]:`` lines) or after it."""
 BROKEN_AFTER_LABEL = r"^(?: *[0-9]+: )?" + BROKEN_LAUNCHER.removeprefix("^")
 """:data:`BROKEN_LAUNCHER` after an optional ``srun --label`` prefix (the label regex can
 only match one way, and a torchrun prefix cannot start with a space or a digit)."""

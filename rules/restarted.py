@@ -1,0 +1,65 @@
+"""Faults a job recovered from by restarting inside its allocation are not what ended it.
+
+torchelastic's agent (torchrun ``--max-restarts``, NVIDIA's ft_launcher, DLRover) restarts
+the worker group after a failure and the job goes on in the same attempt: a link that
+flapped at 01:12, a restart at 01:13 and two more hours of training before a GPU fell off
+the bus at 03:47 is the GPU's failure, not the link's. Without this rule the earliest root
+candidate wins, however long the attempt ran after it.
+
+For each attempt with restarts (``launcher.elastic_restart``), the root candidates
+stamped before the last restart it then went on working after for more than
+:data:`OUTLIVED`, and their confirmations, become ``context``: that restart's next
+failure — the first cascade or root candidate stamped more than :data:`SETTLE` after it
+(the old workers' teardown comes first), or the attempt's end — came that much later.
+A restart that failed again at once (the GPU still gone, no new line about it) keeps the
+earlier root. The cascades the demoted roots had are relinked by the engine afterwards.
+
+Declared in ``states.yaml``, before the rules that read what is missing (the straggler
+rule acts only on attempts without a root). Contract: :mod:`engine.rules.python_rules`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+
+from engine.rules.python_rules import with_role
+
+RESTART_EVENT = "workload.elastic_restart"
+"""The event of the agent's restart line (``cuda_framework.yaml``)."""
+OUTLIVED = timedelta(minutes=10)
+"""How long an attempt must go on after a restart for what failed before it to be over
+(the engine's ``fail_at_once`` default)."""
+SETTLE = timedelta(minutes=2)
+"""The restart's own teardown: the old workers' signals and errors printed this soon after
+it belong to the failure before it."""
+
+
+def apply(events: pl.DataFrame, context) -> pl.DataFrame:
+    """Demote the root candidates each attempt outlived by restarting (see the module docstring)."""
+    restarts = events.filter(pl.col("event") == RESTART_EVENT)
+    if restarts.is_empty():
+        return events
+    # Each restart's next failure: the first cascade or root candidate past its teardown
+    # (a forward as-of lookup per attempt), or the attempt's end.
+    failures = (
+        events.filter(pl.col("role").is_in(["cascade", "root_candidate"]))
+        .select("attempt_id", pl.col("ts").alias("_failed")).drop_nulls().sort("_failed")
+    )
+    resumed = (
+        restarts.select("attempt_id", pl.col("ts").alias("_restart"), "end_ts")
+        .with_columns((pl.col("_restart") + SETTLE).alias("_settled")).sort("_settled")
+        .join_asof(failures, left_on="_settled", right_on="_failed", by="attempt_id", strategy="forward",
+                   check_sortedness=False)
+        .filter(pl.coalesce("_failed", "end_ts") > pl.col("_restart") + OUTLIVED)
+        # The last restart the attempt outlived: everything before it is over.
+        .group_by("attempt_id").agg(pl.col("_restart").max())
+    )
+    if resumed.is_empty():
+        return events
+    marked = events.join(resumed, on="attempt_id", how="left", maintain_order="left")
+    # Their confirmations too: left as such, the engine would make them roots again once
+    # the root they confirm is gone.
+    recovered = pl.col("role").is_in(["root_candidate", "confirmation"]) & (pl.col("ts_hi") <= pl.col("_restart")).fill_null(False)
+    return with_role(marked, recovered, "context").drop("_restart")
