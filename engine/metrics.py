@@ -1,8 +1,7 @@
 """Metric rules: conditions over metric series → events, vectorized.
 
 A series is one (cluster, node, metric, gpu, hca, port, labels). Each sample is compared with
-the previous sample of its series (``shift`` over the series partition, after sorting by
-time):
+the previous sample of its series (after sorting by series and time):
 
 ``increase``  the value rose by more than ``threshold`` (a counter that drops — a reset after a
               driver reload or reboot — is not an increase; growth after the reset is
@@ -46,15 +45,14 @@ def _fires(rule: MetricRule) -> pl.Expr:
 
 
 def _rule_events(samples: pl.LazyFrame, rule: MetricRule) -> pl.LazyFrame:
+    """The events of ``rule`` from the samples it fired on (with their ``_previous`` value)."""
     port = (
         pl.when(pl.col("hca").is_not_null() & pl.col("port").is_not_null())
         .then(pl.concat_str([pl.col("hca"), pl.lit(":"), pl.col("port")]))
         .otherwise(pl.coalesce(pl.col("port"), pl.col("hca")))
     )
     return (
-        samples.filter(pl.col("metric").is_in(rule.metrics))
-        .filter(_fires(rule).fill_null(False))
-        .select(
+        samples.select(
             # concat_str, not pl.format: Polars 2.1 panics formatting filtered multi-chunk input.
             pl.concat_str([pl.lit(f"{rule.id}@"), pl.col("origin")]).alias("event_id"),
             pl.col("ts"),
@@ -93,6 +91,10 @@ def metric_events(
     ``metrics`` has the metrics table's columns plus ``cluster`` (and ``day``). Returns
     events with the extractor's columns and order; with ``dedupe`` (the default) repeats
     within each rule's ``dedupe_window`` are folded as for log events.
+
+    A day of a fleet's samples is millions of rows whose labels and origins are long
+    strings: the conditions are evaluated over a slim frame (row number, series hash, time,
+    metric, value), streamed from the scan, and only the rows that fire are read again whole.
     """
     if not pack.metric:
         return empty_events()
@@ -105,13 +107,28 @@ def metric_events(
             for name, dtype in _INPUT_COLUMNS.items()
         )
         .filter(pl.col("metric").is_in(wanted))
-        .sort([*SERIES_KEYS, "ts", "origin"], nulls_last=True, maintain_order=True)
-        .with_columns(pl.col("value").shift(1).over(SERIES_KEYS).alias("_previous"))
-        .collect()
-        .lazy()
+        .with_row_index("_row")
     )
+    series = pl.struct(SERIES_KEYS).hash(seed=0)
+    slim = (
+        samples.select("_row", series.alias("_series"), "ts", "metric", "value")
+        .collect(engine="streaming")
+        .sort(["_series", "ts", "_row"])
+    )
+    same_series = pl.col("_series") == pl.col("_series").shift(1)
+    slim = slim.with_columns(pl.when(same_series).then(pl.col("value").shift(1)).alias("_previous"))
+    fired = pl.concat([
+        slim.lazy().filter(pl.col("metric").is_in(rule.metrics) & _fires(rule).fill_null(False))
+        .select("_row", "_previous", pl.lit(k, pl.UInt32).alias("_rule"))
+        for k, rule in enumerate(pack.metric)
+    ]).collect()
+    if fired.is_empty():
+        return empty_events()
+    rows = samples.filter(pl.col("_row").is_in(fired["_row"].unique().implode())).collect(engine="streaming")
+    whole = fired.join(rows, on="_row")
     events = (
-        pl.concat([_rule_events(samples, rule) for rule in pack.metric], how="vertical")
+        pl.concat([_rule_events(whole.lazy().filter(pl.col("_rule") == k), rule) for k, rule in enumerate(pack.metric)],
+                  how="vertical")
         .cast(dict(EVENT_SCHEMA))
         .sort(ORDER, nulls_last=True, maintain_order=True)
         .collect()
