@@ -11,8 +11,13 @@ stamped before the last restart it then went on working after for more than
 :data:`OUTLIVED`, and their confirmations, become ``context``: that restart's next
 failure — the first cascade or root candidate stamped more than :data:`SETTLE` after it
 (the old workers' teardown comes first), or the attempt's end — came that much later.
-A restart that failed again at once (the GPU still gone, no new line about it) keeps the
-earlier root. The cascades the demoted roots had are relinked by the engine afterwards.
+Only when a root candidate after that restart says what ended the attempt, and only the
+earlier roots not of its node and domain (a later root naming no node, as slurmstepd's
+node-failure banner, stands for every node in its domain): a node that failed before the
+restart and is blamed in that domain again after it (its CPU's machine check, then Slurm
+losing it while the restarted workers waited for it) is one failure. A restart that failed again at once (the GPU still gone, no
+new line about it) keeps the earlier root. The cascades the demoted roots had are relinked
+by the engine afterwards.
 
 Declared in ``states.yaml``, before the rules that read what is missing (the straggler
 rule acts only on attempts without a root). Contract: :mod:`engine.rules.python_rules`.
@@ -58,8 +63,23 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     if resumed.is_empty():
         return events
-    marked = events.join(resumed, on="attempt_id", how="left", maintain_order="left")
+    # What ended the attempt: its root candidates after that restart's teardown. A fault
+    # before the restart on a node one of them names is that node's one failure going on
+    # (a CPU's machine check, the restart left waiting for the dead node, Slurm's NODE_FAIL).
+    # A later root that names no node (slurmstepd's "DUE TO NODE FAILURE" banner, printed
+    # on the batch host) may be about any node: it stands for all of them in its domain.
+    place = pl.concat_str([pl.col("node").fill_null("*"), pl.col("domain")], separator="/")
+    anywhere = pl.concat_str([pl.lit("*"), pl.col("domain")], separator="/")
+    later = (
+        events.join(resumed, on="attempt_id")
+        .filter((pl.col("role") == "root_candidate") & (pl.col("ts") > pl.col("_restart") + SETTLE))
+        .group_by("attempt_id").agg(place.unique().alias("_later"))
+    )
+    marked = events.join(resumed.join(later, on="attempt_id"), on="attempt_id", how="left", maintain_order="left")
     # Their confirmations too: left as such, the engine would make them roots again once
     # the root they confirm is gone.
-    recovered = pl.col("role").is_in(["root_candidate", "confirmation"]) & (pl.col("ts_hi") <= pl.col("_restart")).fill_null(False)
-    return with_role(marked, recovered, "context").drop("_restart")
+    recovered = (
+        pl.col("role").is_in(["root_candidate", "confirmation"]) & (pl.col("ts_hi") <= pl.col("_restart"))
+        & ~pl.col("_later").list.contains(place) & ~pl.col("_later").list.contains(anywhere)
+    ).fill_null(False)
+    return with_role(marked, recovered, "context").drop("_restart", "_later")

@@ -16,13 +16,18 @@ from tests.test_ib_peer import retry_exceeded
 # torch/distributed/elastic/agent/server/api.py (the agent's restart, glog-stamped by torchrun)
 RESTART = ("I1120 {clock}.574000 140331 torch/distributed/elastic/agent/server/api.py:879] [default] Worker group "
            "FAILED. 1/1 attempts left; will restart worker group")
-# slurmstepd's banner (https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/req.c)
+# slurmstepd's banners (https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/req.c)
 TIME_LIMIT = "slurmstepd: error: *** JOB 842 ON r5 CANCELLED AT 2026-11-20T14:00:00 DUE TO TIME LIMIT ***"
+NODE_FAILURE = ("slurmstepd: error: *** JOB 843 ON r7 CANCELLED AT 2026-11-20T10:40:00 DUE TO NODE FAILURE, "
+                "SEE SLURMCTLD LOG FOR DETAILS ***")
+# https://lore.kernel.org/r/1609794955-3661-1-git-send-email-william.roche@oracle.com (a fatal machine check)
+MCE_PANIC = "kernel: [  236.731950] Kernel panic - not syncing: Fatal machine check"
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 840|840|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T12:01:00|r[1-2]|gres/gpu=16,node=2
 841|841|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:13:00|r[3-4]|gres/gpu=16,node=2
 842|842|train|alice|TIMEOUT|0:0|2026-11-20T10:00:00|2026-11-20T14:00:30|r[5-6]|gres/gpu=16,node=2
+843|843|train|alice|NODE_FAIL|0:0|2026-11-20T10:00:00|2026-11-20T10:40:00|r[7-8]|gres/gpu=16,node=2
 """
 
 
@@ -57,6 +62,13 @@ def verdicts(tmp_path_factory):
     (logs / "r5.log").write_text(log + syslog("r5", ("13:00:00", "kernel: ok")))
     (logs / "r6.log").write_text(syslog("r6", ("10:05:00", "kernel: ok"), ("13:00:00", "kernel: ok")))
     (logs / "slurm-842.out").write_text(output + f"0: [2026-11-20 13:59:00,000] {ITERATION}\n{TIME_LIMIT}\n")
+    # 843: r8's CPU failed at 10:10 and its node panicked; the restarted workers waited for
+    # it until Slurm declared the node failed.
+    (logs / "r7.log").write_text(syslog("r7", ("10:05:00", "kernel: ok"), ("10:30:00", "kernel: ok")))
+    (logs / "r8.log").write_text(syslog("r8", ("10:05:00", "kernel: ok"), ("10:10:00", MCE_PANIC)))
+    (logs / "slurm-843.out").write_text(
+        f"0: [2026-11-20 10:09:00,000] {ITERATION}\n{retry_exceeded(3, 'r7', '10.22.0.8')}\n"
+        f"{RESTART.format(clock='10:10:30')}\n{NODE_FAILURE}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -73,3 +85,8 @@ def test_a_restart_that_failed_at_once_keeps_the_fault_before_it(verdicts):
 def test_a_restart_then_hours_of_training_until_the_time_limit_is_the_time_limit(verdicts):
     v = verdicts["842"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
+
+
+def test_a_node_failing_before_the_restart_and_lost_after_it_is_one_failure(verdicts):
+    v = verdicts["843"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.machine_check", ["r8"])
