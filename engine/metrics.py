@@ -93,8 +93,8 @@ def metric_events(
     within each rule's ``dedupe_window`` are folded as for log events.
 
     A day of a fleet's samples is millions of rows whose labels and origins are long
-    strings: the conditions are evaluated over a slim frame (row number, series hash, time,
-    metric, value), streamed from the scan, and only the rows that fire are read again whole.
+    strings: the conditions are evaluated over a slim frame (series hash, time, metric,
+    value), streamed from the scan, and only the samples that fire are read again whole.
     """
     if not pack.metric:
         return empty_events()
@@ -107,25 +107,25 @@ def metric_events(
             for name, dtype in _INPUT_COLUMNS.items()
         )
         .filter(pl.col("metric").is_in(wanted))
-        .with_row_index("_row")
+        .with_columns(pl.struct(SERIES_KEYS).hash(seed=0).alias("_series"))
     )
-    series = pl.struct(SERIES_KEYS).hash(seed=0)
+    # A sample is found again by its series and time, whatever order a scan returns rows in.
     slim = (
-        samples.select("_row", series.alias("_series"), "ts", "metric", "value")
-        .collect(engine="streaming")
-        .sort(["_series", "ts", "_row"])
+        samples.select("_series", "ts", "metric", "value").collect(engine="streaming")
+        .sort(["_series", "ts", "value"])
     )
     same_series = pl.col("_series") == pl.col("_series").shift(1)
     slim = slim.with_columns(pl.when(same_series).then(pl.col("value").shift(1)).alias("_previous"))
     fired = pl.concat([
         slim.lazy().filter(pl.col("metric").is_in(rule.metrics) & _fires(rule).fill_null(False))
-        .select("_row", "_previous", pl.lit(k, pl.UInt32).alias("_rule"))
+        .select("_series", "ts", "_previous", pl.lit(k, pl.UInt32).alias("_rule"))
         for k, rule in enumerate(pack.metric)
     ]).collect()
     if fired.is_empty():
         return empty_events()
-    rows = samples.filter(pl.col("_row").is_in(fired["_row"].unique().implode())).collect(engine="streaming")
-    whole = fired.join(rows, on="_row")
+    keys = ["_series", "ts"]
+    rows = samples.join(fired.select(keys).unique().lazy(), on=keys, how="semi").collect(engine="streaming")
+    whole = fired.join(rows, on=keys)
     events = (
         pl.concat([_rule_events(whole.lazy().filter(pl.col("_rule") == k), rule) for k, rule in enumerate(pack.metric)],
                   how="vertical")
