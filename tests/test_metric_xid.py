@@ -1,0 +1,82 @@
+"""dcgm-exporter's XID gauge (``rules/metric_xid.py``): the only word of a GPU's fault on a node
+whose kernel log was not shipped is its root; beside the kernel's own XID line it is context;
+an application's XID and a gauge falling back to 0 blame no GPU. Samples in the metrics
+table's shape (as the Prometheus connector lands them), with the Slurm connector and the
+files landing, attributed by a run."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import polars as pl
+import pytest
+
+from engine.run import landing_lake, run_attribution
+from ingest.connectors import run_connector
+from ingest.connectors.slurm import SlurmConnector, SlurmOptions
+from ingest.files import land_log_files
+from tests.end_to_end import ALIVE, ITERATION, XID_79, syslog, watchdog_timeout
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+850|850|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[1-2]|gres/gpu=16,node=2
+851|851|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[3-4]|gres/gpu=16,node=2
+852|852|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[5-6]|gres/gpu=16,node=2
+"""
+T0 = datetime(2026, 11, 20, 9, 50, tzinfo=UTC)
+# dcgm-exporter's label set (etc/default-counters.csv; the Hostname label names the node)
+LABELS = '{"DCGM_FI_DRIVER_VERSION":"550.90.07","Hostname":"%s","gpu":"2","modelName":"NVIDIA H100 80GB HBM3"}'
+
+
+def _gauge(node: str, codes: list[int]) -> list[dict]:
+    """The XID gauge of GPU 2 of ``node``, one sample a minute from 09:50."""
+    return [
+        {"ts": T0 + timedelta(minutes=i), "node": node, "metric": "DCGM_FI_DEV_XID_ERRORS", "gpu": "2", "hca": None,
+         "port": None, "value": float(code), "labels": LABELS % node, "origin": f"prom:{node}:{i}", "input_id": "prom"}
+        for i, code in enumerate(codes)
+    ]
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("metric_xid")
+    (root / "sacct.txt").write_text(SACCT)
+    lake = landing_lake(root / "lake")
+    assert run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[root / "sacct.txt"], timezone="UTC"), "c1"),
+                         None).error is None
+    # 850: m2's GPU 2 hung at 10:20 (XID 119), its logs not shipped: the gauge says so.
+    # 851: m4's kernel log has its XID 79 line; the gauge repeats it.
+    # 852: m6's gauge shows the job's own illegal access (XID 13), then its restart's 0.
+    quiet = [0] * 30
+    rows = (_gauge("m2", quiet + [119] * 11) + _gauge("m4", quiet + [79] * 11)
+            + _gauge("m6", [0] * 29 + [13, 0] + [0] * 10))
+    lake.land("metrics", pl.DataFrame(rows, schema_overrides={"hca": pl.String, "port": pl.String}),
+              cluster="c1", input_id="prom")
+    logs = root / "logs"
+    logs.mkdir()
+    for node in ("m1", "m3", "m4", "m5", "m6"):
+        lines = [("10:05:00", ALIVE), ("10:25:00", ALIVE)]
+        if node == "m4":
+            lines.insert(1, ("10:20:00", f"kernel: {XID_79}"))
+        (logs / f"{node}.log").write_text(syslog(node, *lines))
+    for job in ("850", "851", "852"):
+        (logs / f"slurm-{job}.out").write_text(
+            f"0: [2026-11-20 10:10:00,000] {ITERATION}\n" + "".join(watchdog_timeout(r, "10:29:00") + "\n" for r in range(8)))
+    land_log_files(lake, [logs], cluster="c1")
+    day = date(2026, 11, 20)
+    return {row["job_id"]: row for row in run_attribution(lake, day, day).verdicts.to_dicts()}
+
+
+def test_a_metric_xid_alone_is_the_gpus_root(verdicts):
+    v = verdicts["850"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == ("gpu", "gpu.xid_reported", ["m2"], ["2"])
+    assert v["quality"] == "probable"  # m2's syslog is missing
+
+
+def test_the_kernel_line_outranks_the_metric_that_repeats_it(verdicts):
+    v = verdicts["851"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["m4"])
+
+
+def test_an_applications_xid_and_a_reset_gauge_blame_no_gpu(verdicts):
+    v = verdicts["852"]
+    assert v["domain"] != "gpu" and v["culprit_gpus"] == []
