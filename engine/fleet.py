@@ -123,22 +123,33 @@ def _blames(verdicts: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
     return pl.concat([current, past]).explode("culprit_nodes").rename({"culprit_nodes": "node"}).drop_nulls("node")
 
 
+def _same_cause_nearby(roots: pl.DataFrame, others: pl.DataFrame, window: timedelta) -> pl.DataFrame:
+    """Each row of ``roots`` beside each row of ``others`` of its cluster and cause whose
+    ``first_fault_ts`` lies within ``window`` of its own (``others``' columns suffixed
+    ``_other``, its time as ``ts_other``). Both are bucketed by the window so that only
+    neighbouring buckets are paired: one cause can be the root of thousands of attempts
+    over a week."""
+    bucket = pl.col("first_fault_ts").dt.epoch("s") // int(window.total_seconds())
+    spread = (
+        others.with_columns(pl.concat_list(bucket - 1, bucket, bucket + 1).alias("_bucket"))
+        .explode("_bucket")
+        .rename({"first_fault_ts": "ts_other"})
+    )
+    return (
+        roots.with_columns(bucket.alias("_bucket"))
+        .join(spread, on=["cluster", "cause", "_bucket"], suffix="_other")
+        .filter((pl.col("ts_other") - pl.col("first_fault_ts")).abs() <= window)
+    )
+
+
 def _outside_systemic_events(blames: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     """``blames`` (:func:`_blames`) without those of a cause that struck at least
     ``systemic_nodes`` nodes within ``systemic_window`` of them (:func:`mark_systemic`'s
     measure): the victims of a leaf switch or a filer that failed are no lemons."""
     window = timedelta(seconds=config.seconds("systemic_window"))
-    bucket = pl.col("first_fault_ts").dt.epoch("s") // int(window.total_seconds())
     keyed = blames.filter(pl.col("first_fault_ts").is_not_null()).with_row_index("_blame")
-    others = (
-        keyed.select("cluster", "cause", "node", pl.col("first_fault_ts").alias("_ts"),
-                     pl.concat_list(bucket - 1, bucket, bucket + 1).alias("_bucket"))
-        .explode("_bucket")
-    )
     shared = (
-        keyed.with_columns(bucket.alias("_bucket"))
-        .join(others, on=["cluster", "cause", "_bucket"], suffix="_other")
-        .filter((pl.col("_ts") - pl.col("first_fault_ts")).abs() <= window)
+        _same_cause_nearby(keyed, keyed.select("cluster", "cause", "node", "first_fault_ts"), window)
         .group_by("_blame").agg(pl.col("node_other").n_unique().alias("_nodes"))
         .filter(pl.col("_nodes") >= config.systemic_nodes)
     )
@@ -227,20 +238,10 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     )
     if roots.is_empty():
         return verdicts
-    # Bucketed by the window so that only roots of neighbouring buckets are paired (one
-    # cause can be the root of thousands of attempts over a week).
-    bucket = pl.col("first_fault_ts").dt.epoch("s") // int(window.total_seconds())
-    others = (
-        roots.filter(pl.col("quality") != "ambiguous").drop("quality").explode("culprit_nodes")
-        .with_columns(pl.concat_list(bucket - 1, bucket, bucket + 1).alias("_bucket"))
-        .explode("_bucket")
-        .rename({"first_fault_ts": "ts_other"})
-    )
+    others = roots.filter(pl.col("quality") != "ambiguous").drop("quality").explode("culprit_nodes")
     affected_only = pl.col("_affected")
     nearby = (
-        roots.drop("quality", "_affected", "_switches").with_columns(bucket.alias("_bucket"))
-        .join(others, on=["cluster", "cause", "_bucket"], suffix="_other")
-        .filter((pl.col("ts_other") - pl.col("first_fault_ts")).abs() <= window)
+        _same_cause_nearby(roots.drop("quality", "_affected", "_switches"), others, window)
         .group_by("attempt_id", "cause", "first_fault_ts")
         .agg(
             pl.col("culprit_nodes_other").filter(
