@@ -15,7 +15,7 @@ other four GPUs), ``context`` too. So are they when another attempt on the node 
 and this one does not: its own process reported the same fault (a CUDA "illegal memory
 access" precedence made the XID's confirmation), the process they ended was that job's.
 The same holds for any fault the node's kernel reports of a GPU it names
-(:data:`GPU_DOMAINS`: a GPU off the bus, an uncontained ECC error, an NVLink error): on a
+(:data:`engine.relabel.GPU_DOMAINS`: a GPU off the bus, an uncontained ECC error, an NVLink error): on a
 node whose GPUs several jobs share out, a fault of a GPU another job's process reported
 and this job's did not (no CUDA error of its own on that node within :data:`OUTLIVED`)
 struck that job's GPU, not this one's; only an attempt running when it happened claims it.
@@ -32,8 +32,8 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.config import NODE_LOG_SOURCES
-from engine.relabel import failing_since
+from engine.config import NODE_LOG_SOURCES, EngineConfig
+from engine.relabel import GPU_DOMAINS, failing_since
 from engine.rules.python_rules import with_role
 
 ENDED_BEFORE_START = (
@@ -51,11 +51,7 @@ ENDED_BEFORE_START = (
 happened to."""
 
 
-GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
-"""The domains of a node log's GPU faults: one naming a GPU that another attempt claims and
-this one does not is context here."""
-
-OUTLIVED = timedelta(minutes=10)
+OUTLIVED = timedelta(seconds=EngineConfig().seconds("fail_at_once"))
 """How long an attempt may go on after such an event and still have died of it (the
 engine's ``fail_at_once`` default): a process killed by it fails its job at once."""
 

@@ -29,11 +29,12 @@ from datetime import timedelta
 
 import polars as pl
 
+from engine.config import EngineConfig
 from engine.rules.python_rules import with_role
 
 RESTART_EVENT = "workload.elastic_restart"
 """The event of the agent's restart line (``cuda_framework.yaml``)."""
-OUTLIVED = timedelta(minutes=10)
+OUTLIVED = timedelta(seconds=EngineConfig().seconds("fail_at_once"))
 """How long an attempt must go on after a restart for what failed before it to be over
 (the engine's ``fail_at_once`` default)."""
 SETTLE = timedelta(minutes=2)
