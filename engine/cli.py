@@ -148,11 +148,13 @@ def demo(
 
 
 def _print_connector_reports(reports) -> bool:
-    """One line per connector report; True when every connector succeeded."""
+    """One line per connector report, then its warnings; True when every connector succeeded."""
     for r in reports:
         status = "ok" if r.ok else f"FAILED{' (transient)' if r.transient else ''}: {r.error}"
         err.print(f"{r.connector} [{r.cluster}]: fetched {r.fetched}, landed {r.landed}, "
                   f"rejected {r.rejected} — {status}", soft_wrap=True)
+        for warning in r.warnings:
+            err.print(f"warning: {warning}")
     return all(r.ok for r in reports)
 
 
@@ -237,16 +239,6 @@ def ingest_topology(
     report = run_connector(Lake(lake), TopologyConnector(options, cluster), None)
     if not _print_connector_reports([report]):
         raise typer.Exit(1)
-    if ibnetdiscover is not None:
-        from ingest.connectors.topology import ordinal_hca_nodes, read_ibnetdiscover
-
-        nodes = ordinal_hca_nodes(read_ibnetdiscover(ibnetdiscover))
-        if nodes:
-            listed = ", ".join(nodes[:3]) + ("…" if len(nodes) > 3 else "")
-            err.print(f"warning: {ibnetdiscover}: {len(nodes)} node(s) ({listed}) name their HCAs "
-                      "'HCA-<n>' in their node descriptions, where kernel and NCCL lines say mlx5_<n>: their "
-                      "ports map to no switch port. Land a --hca-ports file naming the devices, or give the "
-                      "hosts rdma-ndd's '<host> <device>' descriptions.")
 
 
 @ingest_app.command("static")

@@ -103,6 +103,7 @@ class ConnectorReport:
     tables: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     transient: bool = False
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -139,6 +140,7 @@ def run_connector(lake: Lake, connector: Connector, window: FetchWindow | None) 
             else:
                 report.landed += batch.rows.height
             report.tables[batch.table] = report.tables.get(batch.table, 0) + batch.rows.height
+            report.warnings.extend(batch.warnings)
             if batch.input_id not in report.inputs:
                 report.inputs.append(batch.input_id)
     except ConnectorError as exc:

@@ -60,6 +60,9 @@ class Batch:
     input_ids: list[str] | None = None
     """Set when the batch holds several complete inputs at once (rows carry their own
     ``input_id``): each listed input replaces what was landed before under its id."""
+    warnings: list[str] = field(default_factory=list)
+    """What the user should know about the input though it landed (rows that will match
+    nothing): the connector's report carries them to the command's output."""
 
 
 class ConnectorOptions(BaseModel):

@@ -82,8 +82,9 @@ class TopologyConnector(Connector):
             if path is None:
                 continue
             rows = load(Path(path))
+            warnings = ordinal_hca_warnings(rows, path) if load is read_ibnetdiscover else []
             yield Batch(table="topology", rows=rows, cluster=self.cluster, input_id=str(path),
-                        fetched=rows.height)
+                        fetched=rows.height, warnings=warnings)
 
 
 def read_hca_ports(path: Path) -> pl.DataFrame:
@@ -168,10 +169,17 @@ the kernel's and NCCL's lines name it by device (``mlx5_0``): nothing in the fil
 which device is which."""
 
 
-def ordinal_hca_nodes(rows: pl.DataFrame) -> list[str]:
-    """The nodes of ``hca_port`` rows (:func:`read_ibnetdiscover`) whose HCAs are named by
-    their ordinal (:data:`ORDINAL_HCA`): their switch ports match no port a log line names."""
-    return sorted(rows.filter(pl.col("hca").str.contains(ORDINAL_HCA))["node"].unique().to_list())
+def ordinal_hca_warnings(rows: pl.DataFrame, path: Path) -> list[str]:
+    """The warning, if any, naming the nodes of ``hca_port`` rows (:func:`read_ibnetdiscover`
+    of ``path``) whose HCAs are named by their ordinal (:data:`ORDINAL_HCA`): landed, their
+    switch ports still match no port a log line names."""
+    nodes = sorted(rows.filter(pl.col("hca").str.contains(ORDINAL_HCA))["node"].unique().to_list())
+    if not nodes:
+        return []
+    listed = ", ".join(nodes[:3]) + ("…" if len(nodes) > 3 else "")
+    return [f"{path}: {len(nodes)} node(s) ({listed}) name their HCAs 'HCA-<n>' in their node descriptions, where "
+            "kernel and NCCL lines say mlx5_<n>: their ports map to no switch port. Land a --hca-ports file naming "
+            "the devices, or give the hosts rdma-ndd's '<host> <device>' descriptions."]
 
 
 def _read_table(path: Path, columns: tuple[str, ...], optional: tuple[str, ...] = ()) -> pl.DataFrame:
