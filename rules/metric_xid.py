@@ -61,7 +61,6 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         xids.sort("ts")
         .join_asof(kernel, left_on="ts", right_on="_kernel_ts", by=["attempt_id", "node"], strategy="nearest",
                    tolerance=WINDOW, check_sortedness=False)
-        .sort("_row")
     )
     alone = nearest.filter(pl.col("_kernel").is_null())
     own = alone.filter(pl.col("_code").is_not_null() & (pl.col("_code") != 0) & ~pl.col("_code").is_in(NOT_THE_GPUS))
