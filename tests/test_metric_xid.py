@@ -1,6 +1,7 @@
 """dcgm-exporter's XID gauge (``rules/metric_xid.py``): the only word of a GPU's fault on a node
-whose kernel log was not shipped is its root; beside the kernel's own XID line it is context;
-an application's XID and a gauge falling back to 0 blame no GPU. Samples in the metrics
+whose kernel log was not shipped is its root, with its code's meaning from the kernel XID
+table; beside the kernel's own XID line it is context; an application's XID, a code the
+catalog calls context and a gauge falling back to 0 blame no GPU. Samples in the metrics
 table's shape (as the Prometheus connector lands them), with the Slurm connector and the
 files landing, attributed by a run."""
 
@@ -21,6 +22,10 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 850|850|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[1-2]|gres/gpu=16,node=2
 851|851|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[3-4]|gres/gpu=16,node=2
 852|852|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[5-6]|gres/gpu=16,node=2
+853|853|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[7-8]|gres/gpu=16,node=2
+854|854|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[9-10]|gres/gpu=16,node=2
+855|855|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[11-12]|gres/gpu=16,node=2
+856|856|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[13-14]|gres/gpu=16,node=2
 """
 T0 = datetime(2026, 11, 20, 9, 50, tzinfo=UTC)
 # dcgm-exporter's label set (etc/default-counters.csv; the Hostname label names the node)
@@ -46,19 +51,28 @@ def verdicts(tmp_path_factory):
     # 850: m2's GPU 2 hung at 10:20 (XID 119), its logs not shipped: the gauge says so.
     # 851: m4's kernel log has its XID 79 line; the gauge repeats it.
     # 852: m6's gauge shows the job's own illegal access (XID 13), then its restart's 0.
+    # 853: m8's gauge shows a double-bit ECC error (XID 48), its logs not shipped.
+    # 854: m10's gauge shows a high single-bit error rate (XID 92): context in the catalog.
+    # 855: m12's gauge shows a code the catalog does not list yet.
     quiet = [0] * 30
     rows = (_gauge("m2", quiet + [119] * 11) + _gauge("m4", quiet + [79] * 11)
-            + _gauge("m6", [0] * 29 + [13, 0] + [0] * 10))
+            + _gauge("m6", [0] * 29 + [13, 0] + [0] * 10) + _gauge("m8", quiet + [48] * 11)
+            + _gauge("m10", quiet + [92] * 11) + _gauge("m12", quiet + [250] * 11))
     lake.land("metrics", pl.DataFrame(rows, schema_overrides={"hca": pl.String, "port": pl.String}),
               cluster="c1", input_id="prom")
     logs = root / "logs"
     logs.mkdir()
-    for node in ("m1", "m3", "m4", "m5", "m6"):
+    # 856: m14's device plugin took a GPU out of service for XID 94 (its message as
+    # NVIDIA/k8s-device-plugin#189 shows it); the kernel's line is not in the journal.
+    for node in ("m1", "m3", "m4", "m5", "m6", "m7", "m9", "m10", "m11", "m13", "m14"):
         lines = [("10:05:00", ALIVE), ("10:25:00", ALIVE)]
         if node == "m4":
             lines.insert(1, ("10:20:00", f"kernel: {XID_79}"))
+        if node == "m14":
+            lines.insert(1, ("10:20:00", "nvidia-device-plugin[2211]: 2026/11/20 10:20:00 XidCriticalError: Xid=94 "
+                             "on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will go unhealthy."))
         (logs / f"{node}.log").write_text(syslog(node, *lines))
-    for job in ("850", "851", "852"):
+    for job in ("850", "851", "852", "853", "854", "855", "856"):
         (logs / f"slurm-{job}.out").write_text(
             f"0: [2026-11-20 10:10:00,000] {ITERATION}\n" + "".join(watchdog_timeout(r, "10:29:00") + "\n" for r in range(8)))
     land_log_files(lake, [logs], cluster="c1")
@@ -68,8 +82,23 @@ def verdicts(tmp_path_factory):
 
 def test_a_metric_xid_alone_is_the_gpus_root(verdicts):
     v = verdicts["850"]
-    assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == ("gpu", "gpu.xid_reported", ["m2"], ["2"])
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == ("gpu", "gpu.gsp_timeout", ["m2"], ["2"])
     assert v["quality"] == "probable"  # m2's syslog is missing
+
+
+def test_a_metric_xid_takes_its_codes_domain(verdicts):
+    v = verdicts["853"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == (
+        "gpu_memory", "gpu_memory.uncorrectable_ecc", ["m8"], ["2"])
+
+
+def test_a_code_the_catalog_calls_context_blames_no_gpu(verdicts):
+    assert verdicts["854"]["culprit_gpus"] == [] and verdicts["854"]["domain"] != "gpu_memory"
+
+
+def test_a_code_the_catalog_does_not_list_is_still_the_gpus(verdicts):
+    v = verdicts["855"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.xid_reported", ["m12"])
 
 
 def test_the_kernel_line_outranks_the_metric_that_repeats_it(verdicts):
@@ -80,3 +109,8 @@ def test_the_kernel_line_outranks_the_metric_that_repeats_it(verdicts):
 def test_an_applications_xid_and_a_reset_gauge_blame_no_gpu(verdicts):
     v = verdicts["852"]
     assert v["domain"] != "gpu" and v["culprit_gpus"] == []
+
+
+def test_the_device_plugins_xid_takes_its_codes_domain(verdicts):
+    v = verdicts["856"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu_memory", "gpu_memory.uncorrectable_ecc", ["m14"])
