@@ -706,3 +706,56 @@ def test_a_ray_process_tag_before_the_torchrun_prefix(tmp_path):
     assert obs["ts"][1] == datetime(2026, 9, 9, 9, 55, 29, 307629, tzinfo=UTC)
     assert obs["message"][0].startswith("[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught")
     assert obs["message"][1].startswith("[Rank 14] Watchdog caught")
+
+
+def test_a_ray_workers_address_names_its_node_where_the_file_says_whose_it_is(tmp_path):
+    """A Ray worker's tag carries its node's address, not its name: the node is read from
+    the lines of the same file that say which node has that address (the echo of Ray's
+    documented Slurm template before ``ray start``'s ``Local node IP``, NCCL's banner, or a
+    tagged line behind NCCL's host prefix). An address nothing maps, or two nodes claim,
+    names none."""
+    lines = [
+        # Ray's Slurm template (docs.ray.io "Deploy on Slurm": echo "Starting WORKER $i at
+        # $node_i") and ray start's report (python/ray/scripts/scripts.py)
+        "Starting HEAD at gn021",
+        "2026-11-23 12:00:04,881\tINFO scripts.py:865 -- Local node IP: 172.16.4.21",
+        "Starting WORKER 1 at gn022",
+        "2026-11-23 12:00:16,172\tINFO scripts.py:1047 -- Local node IP: 172.16.4.22",
+        # vLLM's worker error behind Ray's tag (vllm/worker/worker_base.py)
+        "(RayWorkerWrapper pid=89382, ip=172.16.4.22) ERROR 11-23 12:00:41 [worker_base.py:620] Error executing "
+        "method 'init_device'. This might cause deadlock in distributed execution.",
+        # NCCL's banner naming gn023's address (https://github.com/alpa-projects/alpa/issues/506 shape)
+        "(WorkerDict pid=6777, ip=172.16.4.23) gn023:6777:6777 [0] NCCL INFO Bootstrap : Using ens3:172.16.4.23<0>",
+        "(WorkerDict pid=6777, ip=172.16.4.23) [rank9]:[E1123 12:01:02.307629 6777 ProcessGroupNCCL.cpp:607] "
+        "[Rank 9] Watchdog caught collective operation timeout",
+        "(WorkerDict pid=7001, ip=172.16.4.24) [rank17]:[E1123 12:01:02.307629 7001 ProcessGroupNCCL.cpp:607] "
+        "[Rank 17] Watchdog caught collective operation timeout",
+        "gn025:7:7 [0] NCCL INFO Bootstrap : Using ens3:172.16.4.26<0>",
+        "gn026:7:7 [0] NCCL INFO Bootstrap : Using ens3:172.16.4.26<0>",
+        "(WorkerDict pid=7002, ip=172.16.4.26) [rank18]:[E1123 12:01:02.307629 7002 ProcessGroupNCCL.cpp:607] "
+        "[Rank 18] Watchdog caught collective operation timeout",
+    ]
+    obs = read_log_file(write(tmp_path / "slurm-2204133.out", lines), year=2026, source="app").observations
+
+    def node(text: str) -> str | None:
+        return obs.filter(pl.col("message").str.contains(text, literal=True))["node"].item()
+
+    assert node("Error executing method") == "gn022"
+    assert node("[Rank 9]") == "gn023"
+    assert node("[Rank 17]") is None  # nothing says whose 172.16.4.24 is
+    assert node("[Rank 18]") is None  # two nodes claim 172.16.4.26
+
+
+def test_a_script_that_starts_the_next_ray_node_before_the_last_reports_names_none(tmp_path):
+    """``ray start`` runs in the background: when the next echo comes before the last
+    node's report, the echo names the wrong node, and its addresses are not trusted."""
+    lines = [
+        "Starting WORKER 1 at gn022",
+        "Starting WORKER 2 at gn023",
+        "2026-11-23 12:00:16,172\tINFO scripts.py:1047 -- Local node IP: 172.16.4.22",
+        "2026-11-23 12:00:16,980\tINFO scripts.py:1047 -- Local node IP: 172.16.4.23",
+        "(RayWorkerWrapper pid=89382, ip=172.16.4.22) ERROR 11-23 12:00:41 [worker_base.py:620] Error executing "
+        "method 'init_device'.",
+    ]
+    obs = read_log_file(write(tmp_path / "slurm-2204134.out", lines), year=2026, source="app").observations
+    assert obs["node"].to_list()[-1] is None

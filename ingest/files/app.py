@@ -79,9 +79,21 @@ STAMP = (
     r" \[?[^\s\]]+:[0-9]+\]"
     r") ?"
 )
-PROCESS = r"\([A-Za-z][A-Za-z0-9_]*(?: rank=[0-9]+)? pid=[0-9]+(?:, ip=[0-9.]+)?\) "
+PROCESS = r"\([A-Za-z][A-Za-z0-9_]*(?: rank=[0-9]+)? pid=[0-9]+(?:, ip=(?P<{ip}>[0-9.]+))?\) "
 """The process tag Ray and vLLM put before a worker's lines (``(VllmWorker rank=3 pid=406) ``,
-``(EngineCore_DP0 pid=2003562) ``, ``(train_rft pid=2657296) ``)."""
+``(EngineCore_DP0 pid=2003562) ``, ``(train_rft pid=2657296) ``); a Ray worker on another
+node than the driver's adds its address (``(RayWorkerWrapper pid=89382, ip=172.16.4.22) ``),
+captured in the group named by ``{ip}``."""
+NCCL_ADDRESS = r"(?:Bootstrap : Using|NET/IB : Using|NET/Socket : Using)(?:[^;<]*; OOB)? (?:\[[0-9]+\])?[\w.-]+:([0-9.]+)<"
+"""NCCL's banner naming the node's own bootstrap or out-of-band address (``NCCL INFO
+Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``):
+group 1 the address."""
+RAY_START_AT = r"^Starting (?:HEAD|WORKER [0-9]+) at ([A-Za-z0-9][A-Za-z0-9._-]*)\s*$"
+"""The batch script's echo before each ``ray start`` in Ray's documented Slurm template
+(``Starting HEAD at $head_node``, ``Starting WORKER $i at $node_i``): group 1 the node."""
+RAY_LOCAL_IP = r"-- Local node IP: ([0-9.]+)\s*$"
+"""``ray start``'s report of the address it runs on (``… INFO scripts.py:1047 -- Local node IP:
+172.16.4.22``): group 1 the address, of the node the last :data:`RAY_START_AT` named."""
 NCCL_HOST = r"(?P<nhost>[A-Za-z0-9][A-Za-z0-9._-]*):[0-9]+:[0-9]+ \[[0-9]+\] "
 SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[[0-9]+\])?: "
 CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\b"
@@ -97,7 +109,10 @@ BANNER_WORDS = r"CANCELLED AT|MPICH ERROR \["
 """What a line carrying its own time in a banner holds: only those lines reach the banners' regexes."""
 FABRIC_MANAGER_STAMP = r"^\[([A-Z][a-z]{2} [0-9]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2})\] "
 """The fabric manager's ``[Oct 31 2023 21:11:20] `` stamp (group 1), at the start of a line."""
-PREFIXES = f"(?:{LABEL}|{MPI_TAG}|{PDSH_HOST})?(?:{PROCESS})?(?:{LAUNCHER})?(?:{PROCESS})?(?:{STAMP})?(?:{NCCL_HOST})?"
+PREFIXES = (
+    f"(?:{LABEL}|{MPI_TAG}|{PDSH_HOST})?(?:{PROCESS.format(ip='rayip')})?(?:{LAUNCHER})?"
+    f"(?:{PROCESS.format(ip='rayip2')})?(?:{STAMP})?(?:{NCCL_HOST})?"
+)
 """Every prefix in one regex: each optional part is taken whenever it matches where the
 previous one ended, as peeling them one by one would, but the line is scanned once and
 sliced once. Ray's process tag may come before the torchrun prefix (a Ray worker's own
@@ -186,9 +201,43 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
     )
 
 
+def ray_worker_nodes(frame: pl.DataFrame) -> pl.Expr:
+    """The node each Ray worker's line ran on, from the address in its process tag
+    (``rayip``/``rayip2`` of :data:`PREFIXES`), where its file tells which node has that
+    address: a line holding both the tag and NCCL's host prefix, NCCL's banner naming a
+    node's address (:data:`NCCL_ADDRESS`), or ``ray start``'s ``Local node IP`` under the
+    template's ``Starting WORKER i at <node>`` echo. An address two nodes of one file claim
+    names neither. Null for every other line."""
+    ip = pl.coalesce("rayip", "rayip2")
+    if frame.select(ip.is_null().all()).item():  # most files hold no Ray worker's line
+        return pl.lit(None, dtype=pl.String)
+    message = pl.col("message")
+    nccl = pl.col("nhost").is_not_null()
+    claims = frame.select(
+        "file", "seq",
+        pl.when(nccl).then(pl.coalesce(ip, message.str.extract(NCCL_ADDRESS, 1)))
+        .otherwise(message.str.extract(RAY_LOCAL_IP, 1)).alias("_address"),
+        pl.col("nhost"), message.str.extract(RAY_START_AT, 1).alias("_started_at"),
+    ).sort("file", "seq")
+    # ``ray start``'s own lines carry no host: its node is the one the last echo named,
+    # unless the script started the next node before the last one reported (one node
+    # then seems to have two addresses, and neither is trusted).
+    echo = pl.col("nhost").is_null()
+    claims = claims.with_columns(
+        pl.coalesce("nhost", pl.col("_started_at").forward_fill().over("file")).alias("_host")
+    ).drop_nulls(["_address", "_host"]).unique(["file", "_address", "_host"]).filter(
+        ~echo | (pl.col("_address").n_unique().over("file", "_host", echo) == 1)
+    )
+    known = claims.filter(pl.len().over("file", "_address") == 1).select("file", "_address", "_host")
+    nodes = frame.select("file", ip.alias("_address")).join(known, on=["file", "_address"], how="left",
+                                                           maintain_order="left")
+    return pl.lit(nodes["_host"])
+
+
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Parse application log lines (see the module docstring)."""
     frame = peel_prefixes(lines, "line", ctx)
+    frame = frame.with_columns(pl.coalesce(pl.col("node"), ray_worker_nodes(frame)).alias("node"))
     return frame.select(
         "file",
         "seq",
