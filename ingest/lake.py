@@ -82,7 +82,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ingest.hostlist import short_host
-from ingest.schema import CLUSTER_NAME, PARTITIONS, TABLES
+from ingest.schema import CLUSTER_NAME, LATER_COLUMNS, PARTITIONS, TABLES, with_later_columns
 from ingest.states import merge_attempts
 
 DAY_FROM = {
@@ -390,6 +390,8 @@ class Lake:
             hive_partitioning=True,
             hive_schema=hive,
             schema=pl.from_arrow(TABLES[table].empty_table()).schema,
+            # A file written before a column was added to its table (LATER_COLUMNS) lacks it.
+            missing_columns="insert",
         )
 
     def derived(self, name: str, files: Sequence[Path]) -> list[Path | None]:
@@ -449,11 +451,11 @@ class Lake:
             raise LakeError(f"{table}: cluster name {bad[0]!r} is not allowed: use letters, digits, '.', '_' and '-' "
                             "(it names a partition folder)")
         schema = pl.from_arrow(TABLES[table].empty_table()).schema
-        missing = [c for c in schema if c not in data.columns]
+        missing = [c for c in schema if c not in data.columns and c not in LATER_COLUMNS.get(table, ())]
         if missing:
             raise LakeError(f"{table}: missing columns {missing}")
         try:
-            frame = data.select([pl.col(c).cast(t, strict=True) for c, t in schema.items()])
+            frame = with_later_columns(data, table).select([pl.col(c).cast(t, strict=True) for c, t in schema.items()])
         except pl.exceptions.PolarsError as exc:
             raise LakeError(f"{table}: column types do not fit the schema: {exc}") from exc
         lower = [short_host(pl.col("node"))] if schema.get("node") == pl.String else []
@@ -603,7 +605,7 @@ class Lake:
         touched: dict[Path, pl.DataFrame] = {}
         known: list[pl.DataFrame] = []
         for path in self.files(table, clusters=[cluster]):
-            old = pl.read_parquet(path)
+            old = with_later_columns(pl.read_parquet(path), table)
             kept = old.join(new_keys, on=keys, how="anti", nulls_equal=True)
             if kept.height != old.height:
                 touched[path.parent] = kept
@@ -622,7 +624,8 @@ class Lake:
             pdir = _partition_dir(self.root, table, {"cluster": cluster, "day": day})
             existing = touched.pop(pdir, None)
             if existing is None:
-                existing = pl.concat([pl.read_parquet(p) for p in sorted(pdir.glob("*.parquet"))]) \
+                existing = pl.concat([with_later_columns(pl.read_parquet(p), table)
+                                      for p in sorted(pdir.glob("*.parquet"))]) \
                     if pdir.exists() and any(pdir.glob("*.parquet")) else None
             merged = part.drop("day") if existing is None else pl.concat([existing, part.drop("day")])
             touched[pdir] = merged

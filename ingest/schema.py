@@ -82,8 +82,12 @@ ATTEMPTS = pa.schema([
     ("n_nodes", pa.int32()),
     ("ranks_per_node", pa.int32()),
     ("gpus_per_node", pa.int32()),
+    ("relaunch_ts", pa.list_(TS)),
     ("origin", pa.string()),
 ])
+"""``relaunch_ts``: when the job script started its launcher again after every earlier
+step of the attempt had ended (a retry loop around ``srun``: Slurm's numbered steps one
+after another), null where the scheduler keeps no steps."""
 
 
 def processes_per_node() -> pl.Expr:
@@ -243,6 +247,23 @@ TABLES: dict[str, pa.Schema] = {
     "rejects": REJECTS,
 }
 
+LATER_COLUMNS: dict[str, tuple[str, ...]] = {
+    "attempts": ("relaunch_ts",),
+}
+"""Columns added to a table after lakes were first written: a producer may leave them out,
+and files written before lack them; both read as null."""
+
+
+def with_later_columns(frame: pl.DataFrame, table: str) -> pl.DataFrame:
+    """``frame`` with the columns of :data:`LATER_COLUMNS` of ``table`` it lacks, as nulls
+    of their type, in the table's column order (other columns after them)."""
+    absent = [c for c in LATER_COLUMNS.get(table, ()) if c not in frame.columns]
+    if not absent:
+        return frame
+    schema = pl.from_arrow(TABLES[table].empty_table()).schema
+    frame = frame.with_columns(pl.lit(None, dtype=schema[c]).alias(c) for c in absent)
+    return frame.select(*(c for c in schema if c in frame.columns), *(c for c in frame.columns if c not in schema))
+
 PARTITIONS: dict[str, tuple[str, ...]] = {
     "attempts": ("cluster", "day"),
     "observations": ("cluster", "day", "source"),
@@ -286,6 +307,7 @@ class Attempt(_Strict):
     n_nodes: int = 0
     ranks_per_node: int | None = None
     gpus_per_node: int | None = None
+    relaunch_ts: list[datetime] | None = None
     origin: str | None = None
 
 

@@ -51,7 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ingest.hostlist import expand_hostlist
 from ingest.lake import Lake
-from ingest.schema import ATTEMPTS
+from ingest.schema import ATTEMPTS, with_later_columns
 from ingest.states import SLURM_STATES, normalize_state_expr, split_exit_code_expr
 
 FORMATS = {".yml": "yaml", ".yaml": "yaml", ".json": "json", ".csv": "csv"}
@@ -516,7 +516,7 @@ def read_static_context(path: str | Path, *, cluster: str | None = None) -> pl.D
     frame = _frame(rows, checked, clusters)
     _check_frame(frame, rows, problems)
     problems.raise_if_any()
-    return frame.select([*ATTEMPTS.names, "cluster"])
+    return with_later_columns(frame, "attempts").select([*ATTEMPTS.names, "cluster"])
 
 
 def land_static_context(lake: Lake, path: str | Path, *, cluster: str | None = None) -> dict:

@@ -6,7 +6,11 @@ flapped at 01:12, a restart at 01:13 and two more hours of training before a GPU
 the bus at 03:47 is the GPU's failure, not the link's. Without this rule the earliest root
 candidate wins, however long the attempt ran after it.
 
-For each attempt with restarts (``launcher.elastic_restart``), the root candidates
+A job script that runs its launcher again (a retry loop around ``srun``) prints no restart
+line, but Slurm keeps each run as a step: the attempt's ``relaunch_ts`` (a step that began
+once every earlier one had ended) are its restarts too.
+
+For each attempt with restarts (``launcher.elastic_restart``, or relaunched steps), the root candidates
 stamped before the last restart it then went on working after for more than
 :data:`OUTLIVED`, and their confirmations, become ``context``: that restart's next
 failure — the first cascade or root candidate stamped more than :data:`SETTLE` after it
@@ -44,7 +48,15 @@ it belong to the failure before it."""
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Demote the root candidates each attempt outlived by restarting (see the module docstring)."""
-    restarts = events.filter(pl.col("event") == RESTART_EVENT)
+    relaunched = (
+        context.attempts.select("attempt_id", "end_ts", pl.col("relaunch_ts").alias("ts"))
+        .explode("ts").drop_nulls("ts")
+    )
+    restarts = pl.concat([
+        events.filter(pl.col("event") == RESTART_EVENT).select("attempt_id", "ts", "end_ts"),
+        relaunched.join(events.select("attempt_id").unique(), on="attempt_id", how="semi")
+        .select("attempt_id", pl.col("ts").cast(events.schema["ts"]), pl.col("end_ts").cast(events.schema["end_ts"])),
+    ])
     if restarts.is_empty():
         return events
     # Each restart's next failure: the first cascade or root candidate past its teardown

@@ -12,6 +12,7 @@ import pytest
 
 from ingest.lake import Derivation, Lake, LakeError, batch_key
 from ingest.schema import OBSERVATIONS
+from tests.engine_frames import at, attempts
 
 CLUSTER = "c1"
 DAY1 = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
@@ -333,3 +334,22 @@ def test_the_next_write_deletes_the_temporary_files_a_killed_writer_left(tmp_pat
     assert [path for path in stale if path.exists()] == []
     assert all(path.exists() for path in kept)
     assert stored(lake).filter(pl.col("input_id") != "c").equals(before)
+
+
+def test_an_attempts_file_written_before_a_column_was_added_reads_and_merges(tmp_path):
+    """A lake landed before ``relaunch_ts`` existed (LATER_COLUMNS) is read with the column
+    null, and landing the same attempt again merges into it instead of failing; a producer
+    that gives no such column lands too."""
+    lake = Lake(tmp_path / "lake")
+    older = attempts({"attempt_id": "static/c1/1/0", "exit_code": 3}).drop("cluster", "relaunch_ts")
+    lake.land("attempts", older, cluster=CLUSTER)
+    # Rewrite the file as a writer of the older schema left it.
+    (path,) = lake.files("attempts")
+    pl.read_parquet(path).drop("relaunch_ts").write_parquet(path)
+    assert "relaunch_ts" not in pl.read_parquet(path).columns
+    read = lake.scan("attempts").collect()
+    assert read["relaunch_ts"].to_list() == [None] and read["exit_code"].to_list() == [3]
+    again = attempts({"attempt_id": "static/c1/1/0", "exit_code": None, "relaunch_ts": [at(30)]}).drop("cluster")
+    lake.land("attempts", again, cluster=CLUSTER)
+    merged = lake.scan("attempts").collect()
+    assert merged.select("exit_code", "relaunch_ts").rows() == [(3, [at(30)])]

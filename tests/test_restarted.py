@@ -1,7 +1,8 @@
 """A fault the job restarted from inside its allocation (torchrun ``--max-restarts``) and then
 kept working after is not what ended it (``rules/restarted.py``): the later fault is, or the
-time limit; a restart that failed again at once keeps the earlier root. Real lines, landed
-through the Slurm connector and the files landing, attributed by a run."""
+time limit; a restart that failed again at once keeps the earlier root. A job script that
+runs ``srun`` again prints no restart line: Slurm's steps say it relaunched. Real lines,
+landed through the Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
 
@@ -28,6 +29,13 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 841|841|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:13:00|r[3-4]|gres/gpu=16,node=2
 842|842|train|alice|TIMEOUT|0:0|2026-11-20T10:00:00|2026-11-20T14:00:30|r[5-6]|gres/gpu=16,node=2
 843|843|train|alice|NODE_FAIL|0:0|2026-11-20T10:00:00|2026-11-20T10:40:00|r[7-8]|gres/gpu=16,node=2
+844|844|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T12:01:00|r[9-10]|gres/gpu=16,node=2
+844.batch|844.batch|batch||FAILED|1:0|2026-11-20T10:00:00|2026-11-20T12:01:00|r9|gres/gpu=8,node=1
+844.0|844.0|torchrun||FAILED|1:0|2026-11-20T10:00:02|2026-11-20T10:10:40|r[9-10]|gres/gpu=16,node=2
+844.1|844.1|torchrun||FAILED|1:0|2026-11-20T10:11:10|2026-11-20T12:01:00|r[9-10]|gres/gpu=16,node=2
+845|845|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T12:01:00|r[11-12]|gres/gpu=16,node=2
+845.0|845.0|torchrun||FAILED|1:0|2026-11-20T10:00:02|2026-11-20T12:01:00|r[11-12]|gres/gpu=16,node=2
+845.1|845.1|monitor||CANCELLED|0:15|2026-11-20T10:20:00|2026-11-20T12:01:00|r[11-12]|gres/gpu=16,node=2
 """
 
 
@@ -69,6 +77,16 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-843.out").write_text(
         f"0: [2026-11-20 10:09:00,000] {ITERATION}\n{retry_exceeded(3, 'r7', '10.22.0.8')}\n"
         f"{RESTART.format(clock='10:10:30')}\n{NODE_FAILURE}\n")
+    # 844: the script's retry loop ran srun again after r9's port flapped (step 844.1),
+    # which trained two more hours until r10's GPU fell off the bus; no restart line.
+    # 845: the same faults under one training step, beside a monitoring step started later:
+    # no relaunch, the flap stays what the job saw first.
+    for job, (node, peer) in {"844": ("r9", "r10"), "845": ("r11", "r12")}.items():
+        log, output = _flap_then_restart(node, peer)
+        (logs / f"{node}.log").write_text(log)
+        (logs / f"{peer}.log").write_text(syslog(peer, ("10:05:00", "kernel: ok"), ("12:00:00", f"kernel: {XID_79}")))
+        without_restart = "".join(line + "\n" for line in output.splitlines() if "will restart" not in line)
+        (logs / f"slurm-{job}.out").write_text(without_restart + f"0: [2026-11-20 11:59:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -90,3 +108,13 @@ def test_a_restart_then_hours_of_training_until_the_time_limit_is_the_time_limit
 def test_a_node_failing_before_the_restart_and_lost_after_it_is_one_failure(verdicts):
     v = verdicts["843"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.machine_check", ["r8"])
+
+
+def test_a_script_that_ran_srun_again_restarted_the_job(verdicts):
+    v = verdicts["844"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["r10"])
+
+
+def test_a_step_beside_the_running_one_is_no_restart(verdicts):
+    v = verdicts["845"]
+    assert v["domain"] == "network" and "r11" in v["culprit_nodes"]

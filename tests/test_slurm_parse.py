@@ -93,6 +93,33 @@ def test_steps_supply_the_signal_of_cancelled_and_timed_out_jobs():
     assert {k: v for k, v in zip(alloc_only["attempt_id"], alloc_only["signal"]) if v} == {"slurm/lab/4/0": 9}
 
 
+def test_a_step_begun_after_every_earlier_one_ended_is_a_relaunch():
+    """Job 3 ran ``srun hostname`` then ``srun bash`` one after the other (the lab's real
+    sacct output): the second step is a relaunch; no other job ran two steps."""
+    attempts, _ = attempts_of("parsable2_all_steps_D.txt")
+    relaunched = attempts.filter(pl.col("relaunch_ts").is_not_null()).select("attempt_id", "relaunch_ts").rows()
+    assert relaunched == [("slurm/lab/3/0", [utc("15:37:06")])]
+
+
+def test_overlapping_steps_and_a_step_after_a_running_one_are_no_relaunch():
+    text = """JobID|JobIDRaw|JobName|State|ExitCode|Start|End|NodeList
+20|20|ray|FAILED|1:0|2026-11-30T10:00:00|2026-11-30T12:00:00|n[1-2]
+20.0|20.0|ray-head|FAILED|1:0|2026-11-30T10:00:01|2026-11-30T12:00:00|n1
+20.1|20.1|ray-worker|FAILED|1:0|2026-11-30T10:00:06|2026-11-30T12:00:00|n2
+21|21|loop|RUNNING|0:0|2026-11-30T10:00:00|Unknown|n3
+21.0|21.0|train|RUNNING|0:0|2026-11-30T10:00:01|Unknown|n3
+21.1|21.1|probe|COMPLETED|0:0|2026-11-30T10:30:00|2026-11-30T10:30:02|n3
+22|22|loop|FAILED|1:0|2026-11-30T10:00:00|2026-11-30T12:00:00|n4
+22.0|22.0|train|FAILED|1:0|2026-11-30T10:00:01|2026-11-30T10:20:00|n4
+22.1|22.1|train|FAILED|1:0|2026-11-30T10:20:30|2026-11-30T11:00:00|n4
+22.2|22.2|train|FAILED|1:0|2026-11-30T11:00:30|2026-11-30T12:00:00|n4
+"""
+    rows, _ = parse_sacct(text, origin="steps", timezone="UTC")
+    attempts = build_attempts(merge_rows([rows]), "lab")
+    relaunch = dict(zip(attempts["job_id"], attempts["relaunch_ts"].to_list(), strict=True))
+    assert relaunch == {"20": None, "21": None, "22": [utc("10:20:30"), utc("11:00:30")]}
+
+
 def test_requeued_attempts_are_numbered_by_start_not_file_order():
     attempts, _ = attempts_of("parsable2_all_steps_D.txt")
     job7 = attempts.filter(pl.col("job_id") == "7")

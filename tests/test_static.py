@@ -131,7 +131,7 @@ def test_every_format_gives_the_same_attempts(context_file):
         "submit_ts": _utc(2026, 11, 28, 9, 58), "start_ts": _utc(2026, 11, 28, 10),
         "end_ts": _utc(2026, 11, 28, 11, 32, 10), "raw_state": "FAILED", "state": "failed",
         "exit_code": 1, "signal": 0, "nodes": ["gpu001", "gpu002", "gpu003", "gpu004"],
-        "n_nodes": 4, "ranks_per_node": 8, "gpus_per_node": 8, "cluster": "demo",
+        "n_nodes": 4, "ranks_per_node": 8, "gpus_per_node": 8, "relaunch_ts": None, "cluster": "demo",
     }
     # Naive times are UTC; offsets are converted to UTC.
     assert rows[1]["start_ts"] == _utc(2026, 11, 28, 23, 50)

@@ -47,7 +47,7 @@ from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOp
 from ingest.connectors.http import HttpClient
 from ingest.files import kubectl
 from ingest.files.common import ParseContext
-from ingest.schema import ATTEMPTS, OBSERVATIONS
+from ingest.schema import ATTEMPTS, OBSERVATIONS, with_later_columns
 
 _COND = pl.Struct({
     "type": pl.String, "status": pl.String, "reason": pl.String, "message": pl.String,
@@ -267,7 +267,7 @@ def kueue_attempts(snapshot: KueueSnapshot, cluster: str, origin: str) -> pl.Dat
         ranks_per_node=pl.col("ranks_per_node").cast(pl.Int32),
         gpus_per_node=pl.col("gpus_per_node").cast(pl.Int32),
         origin=pl.concat_str(pl.lit(f"{origin}#"), pl.col("namespace"), pl.lit("/"), pl.col("name")),
-    ).sort("attempt_id")
+    ).pipe(with_later_columns, "attempts").sort("attempt_id")
 
 
 def _attempt_id(cluster: str, index: pl.Expr) -> pl.Expr:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections.abc import Iterator
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -141,7 +141,9 @@ def build_attempts(rows: pl.DataFrame, cluster: str) -> pl.DataFrame:
         (pl.col("state") == "out_of_memory").any().alias("step_oom"),
         per_node.filter(pl.col("step").str.contains(r"^\d+$")).max().alias("step_ranks"),
     )
-    out = jobs.join(detail, on=["job_id_raw", "attempt_index"], how="left")
+    out = jobs.join(detail, on=["job_id_raw", "attempt_index"], how="left").join(
+        relaunches(linked), on=["job_id_raw", "attempt_index"], how="left"
+    )
     try:
         nodes = expand_hostlist_column(out["nodelist"]).alias("nodes")
     except ValueError as exc:
@@ -167,8 +169,23 @@ def build_attempts(rows: pl.DataFrame, cluster: str) -> pl.DataFrame:
         ).cast(pl.Int32).alias("ranks_per_node"),
         pl.when(pl.col("n_nodes") > 0).then((pl.col("gpus") / pl.col("n_nodes")).ceil())
         .cast(pl.Int32).alias("gpus_per_node"),
+        "relaunch_ts",
         "origin",
     ).sort("attempt_id")
+
+
+def relaunches(steps: pl.DataFrame) -> pl.DataFrame:
+    """``job_id_raw``, ``attempt_index`` and ``relaunch_ts``: the start of each numbered
+    step (an ``srun``) of an attempt that began once every earlier one had ended — the job
+    script running its launcher again, as a retry loop does. Steps that overlap (a Ray
+    head and its workers, a monitor beside the training) are no relaunch, and neither is
+    a step after one still running (no end)."""
+    numbered = steps.filter(pl.col("step").str.contains(r"^[0-9]+$")).sort("job_id_raw", "attempt_index", "start_ts")
+    open_end = pl.lit(datetime.max.replace(tzinfo=timezone.utc)).dt.cast_time_unit("us")
+    ended = pl.coalesce("end_ts", open_end).cum_max().shift(1).over("job_id_raw", "attempt_index")
+    return numbered.filter(pl.col("start_ts") >= ended).group_by("job_id_raw", "attempt_index").agg(
+        pl.col("start_ts").sort().alias("relaunch_ts")
+    )
 
 
 def parse_sacct(
