@@ -441,9 +441,10 @@ def failing_since(events: pl.DataFrame, *roots: pl.Expr, skew: timedelta = timed
     return events.group_by("attempt_id").agg(pl.min_horizontal(*firsts, pl.col("end_ts").first()).alias("_failing"))
 
 
-RECOVERING_CAUSES = ("network.nic_tx_timeout",)
-"""Causes of faults the hardware recovers from by itself (the driver resets a transmit queue
-that timed out): a job that went on working long after one did not die of it."""
+RECOVERING_CAUSES = ("network.nic_tx_timeout", "network.name_resolution_failed", "network.kernel_table_full")
+"""Causes of faults that pass by themselves (the driver resets a transmit queue that timed
+out, a resolver answers the next query, a full kernel table drops packets only while it is
+full): a job that went on working long after one did not die of it."""
 
 
 def demote_outlived_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: timedelta) -> pl.DataFrame:

@@ -20,7 +20,13 @@ node whose GPUs several jobs share out, a fault of a GPU another job's process r
 and this job's did not (no CUDA error of its own on that node within :data:`OUTLIVED`)
 struck that job's GPU, not this one's; only an attempt running when it happened claims it.
 Only the claim says so: stamped before the start, such a fault may still be why the job
-failed (a GPU that fell off the bus is missing for the next job too).
+failed (a GPU that fell off the bus is missing for the next job too). A CUDA out-of-memory
+error is a weak claim (:data:`WEAK_CLAIMS`): a job runs out of memory of its own accord,
+and a broken GPU only sometimes shows that way first. When another running attempt claims
+the fault with an error the fault itself raises (an uncorrectable ECC error, an illegal
+access) and this one's only claim, or only CUDA error near it, is running out of memory,
+the fault is the other job's: on a shared node the neighbour's GPU failed while this job
+ran out of memory on its own.
 
 Declared in ``host.yaml``, after ``xid_roles`` (``gpu_xid.yaml``), whose repeat-offender
 upgrade does not outrank this. Contract: :mod:`engine.rules.python_rules`.
@@ -54,6 +60,11 @@ happened to."""
 OUTLIVED = timedelta(seconds=EngineConfig().seconds("fail_at_once"))
 """How long an attempt may go on after such an event and still have died of it (the
 engine's ``fail_at_once`` default): a process killed by it fails its job at once."""
+
+
+WEAK_CLAIMS = ("workload.cuda_oom",)
+"""Events of errors a process raises of its own accord as often as a GPU fault makes it:
+a claim by one of them yields to another job's claim by an error the fault raises."""
 
 
 CLAIM_WINDOW = timedelta(minutes=1)
@@ -96,11 +107,12 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
 
 def _own_cuda_error_near(events: pl.DataFrame) -> pl.Series:
     """Per row: its attempt reported a CUDA error (a ``cuda.*`` rule's event, whatever its
-    role: "unknown error" is context) on the row's node within :data:`OUTLIVED` of it. Its
+    role: "unknown error" is context; not one of :data:`WEAK_CLAIMS`) on the row's node
+    within :data:`OUTLIVED` of it. Its
     process may have been on that GPU too (two MIG slices of one GPU): a claim by another
     attempt does not take the GPU's fault away from it."""
     rows = events.select("attempt_id", "node", "ts").with_row_index("_i")
-    errors = events.filter(pl.col("rule_id").str.starts_with("cuda.")).select(
+    errors = events.filter(pl.col("rule_id").str.starts_with("cuda.") & ~pl.col("event").is_in(WEAK_CLAIMS)).select(
         "attempt_id", "node", pl.col("ts").alias("_error_ts"))
     if errors.is_empty():
         return pl.repeat(False, events.height, eager=True)
@@ -115,11 +127,11 @@ def _claimed_by_another(events: pl.DataFrame, bound: pl.Expr) -> pl.Series:
     """Per row: a ``bound`` node event on a GPU (or, naming none, the very event) another
     attempt, running at the time, claims within :data:`CLAIM_WINDOW` (a confirmation of its
     own linked to it, ``caused_by``) while this row's attempt, running or not, claims none
-    there."""
+    there, or only by a :data:`WEAK_CLAIMS` error where the other's claim is not one."""
     unit = pl.coalesce("gpu", "event_id").alias("_unit")
     rows = events.select("attempt_id", "cluster", "node", unit, "ts", bound.alias("_bound")).with_row_index("_i")
-    linked = events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null()).select(
-        "attempt_id", pl.col("caused_by").alias("event_id")).unique()
+    linked = events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null()).group_by(
+        "attempt_id", pl.col("caused_by").alias("event_id")).agg((~pl.col("event").is_in(WEAK_CLAIMS)).any().alias("_strong"))
     if linked.is_empty():
         return pl.repeat(False, events.height, eager=True)
     # Only another attempt that was running when the event happened takes it away: the next
@@ -129,15 +141,18 @@ def _claimed_by_another(events: pl.DataFrame, bound: pl.Expr) -> pl.Series:
         events.filter(bound)
         .select("attempt_id", "event_id", "cluster", "node", unit, pl.col("ts").alias("_claim_ts"),
                 (pl.col("ts") >= pl.col("start_ts")).fill_null(True).alias("_running"))
-        .join(linked, on=["attempt_id", "event_id"], how="semi")
-        .select(pl.col("attempt_id").alias("_claimer"), "cluster", "node", "_unit", "_claim_ts", "_running").unique()
+        .join(linked, on=["attempt_id", "event_id"])
+        .select(pl.col("attempt_id").alias("_claimer"), "cluster", "node", "_unit", "_claim_ts", "_running", "_strong")
+        .unique()
     )
+    mine = pl.col("_claimer") == pl.col("attempt_id")
+    others = ~mine & pl.col("_running")
     near = (
         rows.filter("_bound").join(claims, on=["cluster", "node", "_unit"])
         .filter((pl.col("ts") - pl.col("_claim_ts")).abs() <= CLAIM_WINDOW)
         .group_by("_i")
-        .agg(mine=(pl.col("_claimer") == pl.col("attempt_id")).any(),
-             others=((pl.col("_claimer") != pl.col("attempt_id")) & pl.col("_running")).any())
-        .filter(pl.col("others") & ~pl.col("mine"))
+        .agg(mine=mine.any(), mine_strong=(mine & pl.col("_strong")).any(),
+             others=others.any(), others_strong=(others & pl.col("_strong")).any())
+        .filter((pl.col("others") & ~pl.col("mine")) | (pl.col("others_strong") & ~pl.col("mine_strong")))
     )
     return rows.select(pl.col("_i").is_in(near["_i"].implode())).to_series()

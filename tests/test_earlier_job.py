@@ -34,6 +34,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 513|513|pre|ivy|FAILED|1:0|2026-11-20T10:20:00|2026-11-20T10:20:30|n10|gres/gpu=8,node=1
 514|514|pre|jan|FAILED|1:0|2026-11-20T09:00:00|2026-11-20T10:07:00|n11|gres/gpu=8,node=1
 515|515|pre|kim|FAILED|1:0|2026-11-20T10:30:00|2026-11-20T10:30:30|n11|gres/gpu=8,node=1
+516|516|ft|lea|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:30|n12|gres/gpu=4,node=1
+517|517|ft|max|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:40|n12|gres/gpu=4,node=1
 """
 # pytorch/pytorch#51382's wording of the fault XID 13 reports, as carol's rank prints it.
 ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -44,6 +46,10 @@ LAUNCH_FAILURE = ("RuntimeError: cuda runtime error (4) : unspecified launch fai
 UNKNOWN_ERROR = "RuntimeError: CUDA error: unknown error"
 # https://github.com/microsoft/SimXNS/issues/2
 INVALID_ORDINAL = "RuntimeError: CUDA error: invalid device ordinal"
+# A double-bit ECC error (NVIDIA/gpu-operator#1146) and what the rank on that GPU prints.
+XID_48 = ("NVRM: Xid (PCI:0000:07:00): 48, pid=2541968, name=python, An uncorrectable double bit error (DBE) "
+          "has been detected on GPU in the framebuffer at physAddr 0x1f3c5a2e40 partition 3, subpartition 1.")
+ECC_ERROR = "RuntimeError: CUDA error: uncorrectable ECC error encountered"
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +91,11 @@ def verdicts(tmp_path_factory):
     (logs / "n11.log").write_text(syslog("n11", ("10:06:00", f"kernel: {XID_79}")))
     (logs / "slurm-514.out").write_text(f"[2026-11-20 10:06:01,000] step 5\n[rank0]: {LAUNCH_FAILURE}\n")
     (logs / "slurm-515.out").write_text(f"[2026-11-20 10:30:05,000] step 0\n[rank0]: {INVALID_ORDINAL}\n")
+    # n12's GPU at 0000:07:00 had a double-bit error under max's job, whose rank reported
+    # it; lea's job on other GPUs of the node ran out of memory in the same second.
+    (logs / "n12.log").write_text(syslog("n12", ("10:06:00", f"kernel: {XID_48}")))
+    (logs / "slurm-516.out").write_text(f"[2026-11-20 10:06:00,000] step 5\n[rank0]: {CUDA_OOM}\n")
+    (logs / "slurm-517.out").write_text(f"[2026-11-20 10:06:00,000] step 5\n[rank0]: {ECC_ERROR}\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -151,3 +162,11 @@ def test_the_next_job_finding_the_gpu_gone_does_not_take_the_fault_from_the_job_
 def test_the_job_a_gpu_fault_struck_does_not_take_it_from_the_next_job_that_found_it_gone(verdicts):
     assert (verdicts["514"]["domain"], verdicts["514"]["culprit_nodes"]) == ("gpu", ["n11"])
     assert (verdicts["515"]["domain"], verdicts["515"]["culprit_nodes"]) == ("gpu", ["n11"])
+
+
+def test_running_out_of_memory_beside_a_neighbours_gpu_fault_is_the_jobs_own(verdicts):
+    """A CUDA out-of-memory error is a weak claim on an XID of its node: max's rank raised
+    the ECC error the fault itself raises, so the XID is his job's; lea's job ran out of
+    memory on its own."""
+    assert (verdicts["517"]["domain"], verdicts["517"]["culprit_nodes"]) == ("gpu_memory", ["n12"])
+    assert (verdicts["516"]["cause"], verdicts["516"]["culprit_nodes"]) == ("workload.cuda_oom", [])

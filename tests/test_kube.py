@@ -127,7 +127,7 @@ def test_a_later_snapshot_after_a_lost_nodes_pod_was_deleted_keeps_that_node(tmp
         "attempt_id": "a", "scheduler": "kueue", "job_id": "ml/j", "job_name": None, "user": None,
         "partition": None, "attempt_index": 0, "submit_ts": None, "start_ts": _utc(2026, 11, 30, 10),
         "end_ts": None, "raw_state": "Admitted", "state": "running", "exit_code": None, "signal": None,
-        "nodes": ["n1", "n2"], "n_nodes": 2, "ranks_per_node": None, "gpus_per_node": None, "origin": "o",
+        "nodes": ["n1", "n2"], "n_nodes": 2, "ranks_per_node": None, "gpus_per_node": None, "relaunch_ts": None, "origin": "o",
     }
     both = pl.DataFrame({c: [v] for c, v in values.items()}, schema=pl.from_arrow(ATTEMPTS.empty_table()).schema)
     lake.land("attempts", both, cluster="k1")
@@ -142,7 +142,7 @@ def test_a_later_report_updates_a_running_attempt(tmp_path):
         "attempt_id": "a", "scheduler": "kueue", "job_id": "ml/j", "job_name": None, "user": None,
         "partition": None, "attempt_index": 0, "submit_ts": None, "start_ts": _utc(2026, 11, 30, 10),
         "end_ts": None, "raw_state": "Admitted", "state": "running", "exit_code": None, "signal": None,
-        "nodes": ["n1"], "n_nodes": 1, "ranks_per_node": None, "gpus_per_node": None, "origin": "o",
+        "nodes": ["n1"], "n_nodes": 1, "ranks_per_node": None, "gpus_per_node": None, "relaunch_ts": None, "origin": "o",
     }
     running = pl.DataFrame({c: [v] for c, v in values.items()}, schema=pl.from_arrow(ATTEMPTS.empty_table()).schema)
     lake.land("attempts", running, cluster="k1")
