@@ -306,6 +306,12 @@ def ingest_files(
     for path in sorted(untied):
         err.print(f"warning: {path}: the lake has no attempt of this output's job yet, so its lines are tied to "
                   "none — land the Slurm accounting first, then this file again")
+    # Lines a later run of the job wrote, landed before that run's accounting: tied to the
+    # run before it until the file is landed again.
+    for file in report.outlasting_outputs() if attempt is None else ():
+        err.print(f"warning: {file.path}: {file.outlasting} of {file.landed} lines are stamped more than an hour "
+                  f"after {', '.join(file.attempt_ids)} ended, so a later run of the job wrote them — land that "
+                  "run's Slurm accounting, then this file again")
 
 
 @app.command()

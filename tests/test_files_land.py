@@ -317,6 +317,34 @@ def test_an_output_landed_before_its_jobs_accounting_says_to_land_that_first(tmp
     assert [f.path for f in report.untied_outputs()] == [str(output)]
 
 
+def test_lines_a_later_run_wrote_before_its_accounting_landed_are_reported(tmp_path):
+    """A requeued job's output holds the next run's lines before sacct lists that run (it
+    was pending when the nightly dump was taken): they tie to the run before, hours after
+    it ended, and the landing says so and what fixes it."""
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+    from ingest.connectors import run_connector
+    from ingest.connectors.slurm import SlurmConnector, SlurmOptions
+
+    sacct = tmp_path / "sacct.txt"
+    sacct.write_text("JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList\n"
+                     "556|556|train|alice|NODE_FAIL|0:0|2026-02-10T08:00:00|2026-02-10T09:00:00|gpu1\n")
+    lake = tmp_path / "cli"
+    assert run_connector(Lake(lake), SlurmConnector(SlurmOptions(sacct_file=[sacct], timezone="UTC"), CLUSTER),
+                         None).error is None
+    output = tmp_path / "slurm-556.out"
+    output.write_text("0: [2026-02-10 08:30:00,000] step 10\n0: [2026-02-10 08:59:00,000] step 20\n"
+                      "0: [2026-02-10 21:00:00,000] step 0\n"
+                      "slurmstepd: error: *** JOB 556 ON gpu4 CANCELLED AT 2026-02-10T22:31:02 DUE TO TIME LIMIT ***\n")
+    said = " ".join(CliRunner().invoke(app, ["ingest", "files", str(output), "--lake", str(lake), "--cluster",
+                                             CLUSTER]).output.split())
+    assert (f"warning: {output}: 2 of 4 lines are stamped more than an hour after slurm/{CLUSTER}/556/0 ended"
+            in said)
+    report = land_log_files(Lake(lake), [output], cluster=CLUSTER)
+    assert [(f.path, f.outlasting) for f in report.outlasting_outputs()] == [(str(output), 2)]
+
+
 def test_node_pattern_names_each_files_node_from_its_path(tmp_path):
     """One landing of several nodes' kernel logs: the node comes from each path (lines that
     name their host keep it), and a pattern that misses a path fails before anything lands."""

@@ -45,14 +45,20 @@ FIRST_BATCH_BYTES = 16 * 1024 * 1024
 batch is parsed meanwhile; a full-size first batch would keep one core idle that long."""
 
 ATTEMPT_FIELDS = ["attempt_id", "start_ts", "end_ts", "nodes", "ranks_per_node", "gpus_per_node"]
+OUTLASTING = timedelta(hours=1)
+"""How long after its attempt ended a stamped line of a job output may still be that
+attempt's (the teardown, an epilogue); later lines were written by a run the lake does not
+know yet (a requeue whose accounting lands the next night)."""
 
 
 @dataclass(frozen=True)
 class FileReport:
     """What happened to one file: lines read, observations landed, lines rejected,
     ``unplaced``: landed lines with neither a node nor an attempt, which no verdict can see
-    (a ``dmesg`` capture landed without ``--node``), and ``zoneless``: landed lines whose
-    stamp carried no zone, read in the landing's time zone."""
+    (a ``dmesg`` capture landed without ``--node``), ``zoneless``: landed lines whose
+    stamp carried no zone, read in the landing's time zone, and ``outlasting``: lines
+    stamped more than :data:`OUTLASTING` after the attempt they were tied to ended (its job
+    ran again, and that run's accounting is not in the lake yet)."""
 
     path: str
     source: str
@@ -62,11 +68,12 @@ class FileReport:
     rejected: int
     unplaced: int = 0
     zoneless: int = 0
+    outlasting: int = 0
 
 
 REPORT_SCHEMA = {
     "path": pl.String, "source": pl.String, "attempt_ids": pl.List(pl.String), "read": pl.Int64,
-    "landed": pl.Int64, "rejected": pl.Int64, "unplaced": pl.Int64, "zoneless": pl.Int64,
+    "landed": pl.Int64, "rejected": pl.Int64, "unplaced": pl.Int64, "zoneless": pl.Int64, "outlasting": pl.Int64,
 }
 """The columns of :attr:`FilesReport.table`, those of :class:`FileReport`."""
 
@@ -91,6 +98,12 @@ class FilesReport:
         source), or lines that name no node and tie to no attempt."""
         return _file_reports(self.table.filter(
             ((pl.col("rejected") > 0) & (pl.col("landed") == 0)) | (pl.col("unplaced") > 0)))
+
+    def outlasting_outputs(self) -> list[FileReport]:
+        """The files with lines stamped well after the attempt they were tied to ended
+        (``outlasting``): a later run of the job wrote them, and they belong to it once its
+        accounting has landed and the file is landed again."""
+        return _file_reports(self.table.filter(pl.col("outlasting") > 0))
 
     def untied_outputs(self) -> list[FileReport]:
         """The Slurm output files (``slurm-%j.out`` names) whose lines landed tied to no
@@ -288,10 +301,11 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame, timezone: str = "UTC
     Exited with exit code 1``) names the node of that task's lines outright
     (:func:`srun_task_nodes`). Every line of a one-node attempt's output (slurmstepd's, the
     launcher's, any rank's) ran on its node; a node already known from the line or
-    ``--node`` is kept.
+    ``--node`` is kept. ``_outlasting`` marks the stamped lines more than
+    :data:`OUTLASTING` after their attempt ended (counted in :class:`FileReport`).
     """
     if cands.is_empty():
-        return untied_ranks(obs)
+        return untied_ranks(obs).with_columns(pl.lit(False).alias("_outlasting"))
     # The joins below carry only the columns they read and write; the result replaces those
     # columns of ``obs``.
     tied = obs.select("file", "ts", "ts_source", "rank", "node", *PLACEMENT_COLUMNS, "_backfilled", ZONELESS)
@@ -344,6 +358,7 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame, timezone: str = "UTC
         pl.col("gpus_per_node").cast(pl.Int64).alias("_gpus"),
         pl.col("nodes").alias("_nodes"),
         (pl.col("nodes").list.len() == 1).alias("_single"),
+        pl.col("end_ts").alias("_end"),
     ).unique("attempt_id", keep="first").with_row_index("_a")
     # One row per (attempt, node index): looking the node up by a join is much cheaper than
     # copying each attempt's node list onto every line to index into it.
@@ -384,7 +399,9 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame, timezone: str = "UTC
               on=["_a", "_srun_node"], how="left", maintain_order="left")
         .select("ts", "ts_source", "attempt_id",
                 pl.coalesce("node", pl.when(pl.col("_srun_ok")).then(pl.col("_srun_node")), "_node").alias("node"),
-                pl.col("rank").cast(pl.Int32))
+                pl.col("rank").cast(pl.Int32),
+                ((pl.col("ts_source") == "line") & (pl.col("ts") > pl.col("_end") + OUTLASTING))
+                .fill_null(False).alias("_outlasting"))
     )
     return obs.with_columns(tied.get_columns())
 
@@ -549,13 +566,14 @@ def land_batch(lake: Lake, parsed: ParsedBatch, obs: pl.DataFrame, cluster: str)
     landed = obs.group_by("file").agg(
         pl.len().alias("landed"), pl.col("attempt_id").drop_nulls().unique().sort().alias("attempt_ids"),
         (pl.col("node").is_null() & pl.col("attempt_id").is_null()).sum().alias("unplaced"),
+        pl.col("_outlasting").sum().alias("outlasting"),
     )
     rejected = parsed.rejects.group_by("file").agg(pl.len().alias("rejected"))
     return (
         files.join(landed, on="file", how="left").join(rejected, on="file", how="left").sort("file")
         .select(pl.col("input_id").alias("path"), "source", pl.col("attempt_ids").fill_null([]),
                 pl.col("lines").alias("read"), pl.col("landed").fill_null(0), pl.col("rejected").fill_null(0),
-                pl.col("unplaced").fill_null(0), "zoneless")
+                pl.col("unplaced").fill_null(0), "zoneless", pl.col("outlasting").fill_null(0))
         .cast(REPORT_SCHEMA)
     )
 
