@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime
 from functools import wraps
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import polars as pl
 import typer
@@ -22,6 +22,10 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from engine import render
+
+if TYPE_CHECKING:  # the CLI imports the engine lazily, command by command (fast --help)
+    from engine.rules.loader import RulePack
+    from ingest.lake import Lake
 
 app = typer.Typer(
     help="Explain why distributed GPU training jobs failed, from a columnar log lake.",
@@ -323,10 +327,13 @@ def run(
     until: Annotated[str | None, typer.Option("--until", help="Last UTC day of the window (included).")] = None,
     cluster: Annotated[list[str] | None, typer.Option("--cluster", help="Only these clusters.")] = None,
     show: Annotated[int, typer.Option("--show", help="Failed attempts to list (the latest); the JSON has all.", min=0)] = 50,
+    stale: Annotated[bool, typer.Option(
+        "--stale", help="Only the days of the window whose verdicts are older than their inputs or rules.")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Attribute attempts, replace their verdicts in results/, write a run manifest."""
-    from engine.run import run_attribution
+    from engine.rules.loader import load_rule_pack
+    from engine.stale import spans, stale_days
     from ingest.lake import Lake
 
     first, last = _day_window(_parse_day(day, "--day"), _parse_day(since, "--since"), _parse_day(until, "--until"))
@@ -334,9 +341,27 @@ def run(
         # A typo'd path would otherwise become an empty lake, and the run a silent no-op.
         raise ValueError(f"{lake}: no attempts landed here; check --lake, or land attempts first "
                          "(causelake ingest slurm / static)")
+    pack = load_rule_pack()
+    windows = [(first, last)]
+    if stale:
+        # Runs of consecutive stale days, one run each: the days between keep their verdicts.
+        days = stale_days(Lake(lake), first, last, pack_version=pack.version, clusters=cluster or None)
+        err.print(f"{len(days)} of the window's days have stale verdicts"
+                  + (f": {', '.join(d.isoformat() for d in days)}" if days else " — nothing to attribute"))
+        windows = spans(days)
+    for first, last in windows:
+        _attribute_window(Lake(lake), first, last, pack, cluster, show, json_out)
+
+
+def _attribute_window(
+    lake: Lake, first: date, last: date, pack: RulePack, cluster: list[str] | None, show: int, json_out: bool,
+) -> None:
+    """One run over ``[first, last]`` and its printed summary (see :func:`run`)."""
+    from engine.run import run_attribution
+
     progress, say = _progress()
     with progress:
-        summary = run_attribution(Lake(lake), first, last, clusters=cluster or None, progress=say)
+        summary = run_attribution(lake, first, last, pack=pack, clusters=cluster or None, progress=say)
     if summary.unended:
         by_state = ", ".join(f"{n} {state}" for state, n in summary.unended.items())
         err.print(f"skipped {sum(summary.unended.values())} attempts without an end time ({by_state}): "

@@ -74,7 +74,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import polars as pl
@@ -364,6 +364,20 @@ class Lake:
         alone: how far a table reaches, without reading it."""
         files = self.files(table, clusters=clusters)
         return sorted({_partition_values(path.relative_to(self.root).as_posix())["day"] for path in files})
+
+    def landed_at(
+        self, table: str, *, clusters: Sequence[str] | None = None, days: Sequence[date] | None = None,
+    ) -> pl.DataFrame:
+        """``cluster``, ``day`` and ``landed`` of each data file of ``table`` in the selected
+        partitions: when its rows were written (every file is written whole and renamed into
+        place, so its modification time says it)."""
+        rows = [
+            (values["cluster"], values["day"], datetime.fromtimestamp(path.stat().st_mtime, UTC))
+            for path in self.files(table, clusters=clusters, days=days)
+            for values in [_partition_values(path.relative_to(self.root).as_posix())]
+        ]
+        return pl.DataFrame(rows, schema={"cluster": pl.String, "day": pl.Date, "landed": pl.Datetime("us", "UTC")},
+                            orient="row")
 
     def scan(
         self,
