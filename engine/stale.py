@@ -60,15 +60,15 @@ def stale_days(
         scope = pl.DataFrame({"start_ts": [start], "end_ts": [end]})
         read = coverage_days(day, day, config, scope)
         reads.append((cluster, day, read[0], read[-1]))
-    spans = pl.DataFrame(reads, schema={"cluster": pl.String, "day": pl.Date, "lo": pl.Date, "hi": pl.Date},
-                         orient="row").join(written, on=["cluster", "day"], how="inner")
-    if spans.is_empty():
+    read_by_day = pl.DataFrame(reads, schema={"cluster": pl.String, "day": pl.Date, "lo": pl.Date, "hi": pl.Date},
+                               orient="row").join(written, on=["cluster", "day"], how="inner")
+    if read_by_day.is_empty():
         newer = pl.DataFrame(schema={"day": pl.Date})
     else:
-        input_days = days_between(spans["lo"].min(), spans["hi"].max())
+        input_days = days_between(read_by_day["lo"].min(), read_by_day["hi"].max())
         landed = pl.concat([lake.landed_at(table, clusters=clusters, days=input_days) for table in INPUT_TABLES])
         newer = (
-            spans.join(landed.rename({"day": "_input_day"}), on="cluster")
+            read_by_day.join(landed.rename({"day": "_input_day"}), on="cluster")
             .filter(pl.col("_input_day").is_between("lo", "hi") & (pl.col("landed") > pl.col("run_ts")))
             .select("day")
         )
