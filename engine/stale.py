@@ -69,7 +69,9 @@ def stale_days(
         landed = pl.concat([lake.landed_at(table, clusters=clusters, days=input_days) for table in INPUT_TABLES])
         newer = (
             read_by_day.join(landed.rename({"day": "_input_day"}), on="cluster")
-            .filter(pl.col("_input_day").is_between("lo", "hi") & (pl.col("landed") > pl.col("run_ts")))
+            # A run's stamp is its start to the second: a file of that second came before it.
+            .filter(pl.col("_input_day").is_between("lo", "hi")
+                    & (pl.col("landed") >= pl.col("run_ts") + timedelta(seconds=1)))
             .select("day")
         )
     return sorted(set(pl.concat([unattributed, other_pack, newer])["day"].to_list()))

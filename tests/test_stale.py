@@ -57,7 +57,8 @@ def lake(tmp_path):
 
 
 def _after_a_second() -> None:
-    """File times have a second's resolution on some file systems: let the next landing be later."""
+    """A run's stamp is to the second, and a file of that second counts as before it: land the
+    next file in a later second."""
     time.sleep(1.1)
 
 
