@@ -1,10 +1,11 @@
-"""A GPU slowed down for most of a run that then hit its time limit: the fail-slow root.
+"""A GPU or a node slowed down for most of a run that then hit its time limit: the fail-slow root.
 
 A GPU held back by heat or its power brake prints no error: DCGM's health watch and the
 driver only report the slowdown (``gpu_thermal_power_slowdown``, ``context`` on its own, as
-a short throttle is harmless). In a synchronous job every rank waits for the slowest GPU
-each step, so one GPU throttled for most of the run drags the whole job past its time
-limit, and the scheduler's TIMEOUT hides why.
+a short throttle is harmless); so does the kernel for a node whose CPUs run hot
+(``host.cpu_thermal_throttle``). In a synchronous job every rank waits for the slowest one
+each step, so one GPU or node throttled for most of the run drags the whole job past its
+time limit, and the scheduler's TIMEOUT hides why.
 
 This rule makes those reports the root candidates of an attempt that ended in TIMEOUT with
 no other root (slurmstepd's time-limit banner is the stop being explained, not a rival), when one GPU (or one node's, for reports naming no GPU) was reported slowed
@@ -22,8 +23,9 @@ import polars as pl
 
 from engine.rules.python_rules import param, rooted_attempts, with_role
 
-SLOWDOWN_CAUSE = "gpu.thermal_power_slowdown"
-"""The cause of the slowdown reports (``gpu_health.yaml``)."""
+SLOWDOWN_CAUSES = ("gpu.thermal_power_slowdown", "host.cpu_thermal_throttle")
+"""The causes of the slowdown reports: a GPU's (``gpu_health.yaml``), a node's CPUs'
+(``host.yaml``)."""
 TIME_LIMIT_CAUSE = "scheduler.time_limit"
 """The cause of slurmstepd's time-limit banner: the stop this rule explains, not a rival root."""
 MIN_REPORTS = 3
@@ -35,7 +37,7 @@ MIN_SHARE = 0.5
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Promote the slowdown reports of each timed-out attempt without a root whose one GPU
     was slowed over most of the run to root candidates (see the module docstring)."""
-    slow = (pl.col("cause") == SLOWDOWN_CAUSE) & (pl.col("role") == "context") & (pl.col("state") == "timeout")
+    slow = pl.col("cause").is_in(SLOWDOWN_CAUSES) & (pl.col("role") == "context") & (pl.col("state") == "timeout")
     if events.is_empty() or not events.select(slow.any()).item():
         return events
     events = events.with_columns(pl.coalesce(pl.col("gpu"), param("dcgm_gpu")).alias("_gpu"))

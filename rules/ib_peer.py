@@ -30,8 +30,10 @@ an OOM kill or a GPU off the bus, which the precedence rules weigh against the r
 The shared end's reports stay root candidates and the other nodes' reports become cascades
 of its first one; a shared end that reported nothing itself (its log lost with it) gets a
 root candidate of its own, of which every report is a cascade; when that silent end's own
-kernel reported a fault of its GPU or host stamped after the attempt ended
-(:data:`LATE_DOMAINS`), the reports are that fault's cascades instead. When every reporting
+kernel reported a fault of its GPU or host (:data:`LATE_DOMAINS`) before the first report
+can have been printed (its ``ts_hi``: an unstamped report only inherited an earlier stamp,
+and a node that shut down at 15:44 is why reports stamped "15:41" failed), or stamped
+after the attempt ended, the reports are that fault's cascades instead. When every reporting
 node names one end nothing maps and several nodes reported nothing, the end is one of them,
 none of the reporters: one root on no node stands for the reports, which become
 ``context``, never ``definitive``. When two nodes only name each other, nothing tells the
@@ -61,10 +63,11 @@ RULE_ID = "ib_common_peer"
 SILENT_END_EVENT = "network.ib_common_peer"
 LATE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "host")
 """The domains of a node's own fault that explain why every connection to it failed: a GPU
-that fell off the bus, an NVLink or host fault. Stamped after the attempt ended, such a
-fault on the silent shared end was seen by a clock that runs ahead (its ranks printed
-nothing to say so): its reports' cascades are its, and with no root before the end it is
-the verdict's, never ``definitive``."""
+that fell off the bus, an NVLink or host fault. Before the reports, such a fault on the
+silent shared end is why they failed; stamped after the attempt ended, it was seen by a
+clock that runs ahead (its ranks printed nothing to say so): either way its reports'
+cascades are its, and with no root before the end it is the verdict's, never
+``definitive``."""
 SCATTERED_EVENT = "network.ib_errors_scattered"
 SCATTERED_NODES = 3
 """Reporting nodes from which failing connections that share no end are the fabric's."""
@@ -169,16 +172,18 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .agg(pl.col("event_id").first().alias("_root"), pl.col("node").first().alias("_end"))
     )
     # A shared end that reported nothing: a root of its own, at the first report naming it,
-    # unless its own kernel reported a fault of its hardware stamped after the attempt ended.
+    # unless its own kernel reported a fault of its hardware before that report can have
+    # been printed, or after the attempt ended.
     silent = (
         ordered.join(ends.join(first, on="attempt_id", how="anti"), on="attempt_id")
         .join(shared, on="attempt_id")
         .group_by("attempt_id", maintain_order=True).first()
     )
     late = (
-        events.filter((pl.col("role") == "root_candidate") & pl.col("domain").is_in(LATE_DOMAINS)
-                      & (pl.col("ts") > pl.col("end_ts")))
-        .join(silent.select("attempt_id", pl.col("_end").alias("node")), on=["attempt_id", "node"])
+        events.filter((pl.col("role") == "root_candidate") & pl.col("domain").is_in(LATE_DOMAINS))
+        .join(silent.select("attempt_id", pl.col("_end").alias("node"), pl.col("ts_hi").alias("_reported_by")),
+              on=["attempt_id", "node"])
+        .filter((pl.col("ts") > pl.col("end_ts")) | (pl.col("ts") <= pl.col("_reported_by")))
         .sort("attempt_id", "ts", "event_id")
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.col("event_id").first().alias("_root"), pl.col("node").first().alias("_end"))

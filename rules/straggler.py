@@ -19,8 +19,9 @@ the collective began, the first timeout less its ``Timeout(ms)``.
 
 A node the others waited for that reported its CPUs stuck (soft lockups under a minute,
 ``context`` on their own: a busy node prints them too) between the start of the
-collective and the first timeout (the latest moment it can have been printed) hung there:
-those reports become its root candidates.
+collective and the first timeout (the latest moment it can have been printed; a repeated
+report counts when any of its repeats falls in that wait) hung there: those reports
+become its root candidates.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -88,17 +89,24 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     if missing.is_empty():
         return events
     # The first timeout line of each such attempt carries every column; the new event is
-    # built from it.
+    # built from it. The timeout and the collective's number come from the lines that say
+    # them: not every timeout line does (the watchdog's exception line, printed with the
+    # same stamp, names neither).
+    said = timeouts.sort("attempt_id", "ts", "event_id").group_by("attempt_id").agg(
+        pl.col("params").str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False).max().alias("_timeout_ms"),
+        pl.col("params").str.json_path_match("$.seqnum").drop_nulls().first().alias("_seqnum"),
+    )
     first = (
         timeouts.join(missing, on="attempt_id")
         .sort("attempt_id", "ts", "event_id")
         .group_by("attempt_id", maintain_order=True)
         .first()
+        .join(said, on="attempt_id", how="left")
     )
-    timeout_ms = pl.col("params").str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False).fill_null(0)
+    timeout_ms = pl.col("_timeout_ms").fill_null(0)
     # Not before the attempt started: an unstamped timeout line only inherited an earlier stamp.
     began = pl.max_horizontal(pl.col("ts") - pl.duration(milliseconds=timeout_ms), pl.col("start_ts"))
-    seqnum = pl.col("params").str.json_path_match("$.seqnum").fill_null("?")
+    seqnum = pl.col("_seqnum").fill_null("?")
     silent = pl.when(pl.col("_alone")).then(pl.concat_str([pl.lit("rank "), pl.col("_rank").cast(pl.String)])).otherwise(
         pl.concat_str([pl.lit("ranks "), pl.col("_missing").cast(pl.List(pl.String)).list.join(","), pl.lit(" of "),
                        pl.col("_node").fill_null("one node")]))
@@ -137,9 +145,11 @@ def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame
     stalls = (
         events.with_row_index("_row")
         .filter((pl.col("cause") == STALL_CAUSE) & (pl.col("role") == "context"))
-        .select("_row", "attempt_id", "node", "ts")
+        .select("_row", "attempt_id", "node", "ts", "last_ts")
         .join(waited, left_on=["attempt_id", "node"], right_on=["attempt_id", "_node"])
-        .filter(pl.col("ts").is_between(pl.col("_began"), pl.col("_noticed")))
+        # A flood of stalls (one event, its repeats up to ``last_ts``) counts when any of it
+        # fell in the wait.
+        .filter((pl.col("ts") <= pl.col("_noticed")) & (pl.coalesce("last_ts", "ts") >= pl.col("_began")))
     )
     if stalls.is_empty():
         return events

@@ -1,5 +1,6 @@
 """A time-limited job whose one GPU DCGM reported slowed by heat over most of its run is a
-fail-slow GPU (``rules/fail_slow.py``), named as ``probable``; a throttle in passing, or
+fail-slow GPU (``rules/fail_slow.py``), named as ``probable``, and so is a node whose CPUs
+the kernel reported throttled by heat over most of it; a throttle in passing, or
 a slowdown beside another root, leaves the verdict alone. Real lines, landed through the
 Slurm connector and the files landing, attributed by a run."""
 
@@ -15,6 +16,8 @@ THERMAL = ("nv-hostengine[33903]: ERROR [1514002:1514004] [[Health]] Detected a 
            "functional, including external, thermal material interface, fans, and any other components.")
 # slurmstepd's banner (https://github.com/SchedMD/slurm/blob/master/src/slurmd/slurmstepd/req.c)
 TIME_LIMIT = "slurmstepd: error: *** JOB {job} ON f1 CANCELLED AT 2026-11-20T14:00:00 DUE TO TIME LIMIT ***"
+# arch/x86/kernel/cpu/mce/therm_throt.c since 5.5 (throttle_active_work())
+CPU_HOT = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = {n})"
 # https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
 XID_79 = "kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
 
@@ -54,3 +57,10 @@ def test_another_root_outranks_a_slowdown(tmp_path):
     v = _verdict(tmp_path, "702", (*slowed, ("13:50:00", XID_79)))
     assert (v["domain"], v["cause"]) == ("gpu", "gpu.fallen_off_bus")
 
+
+
+def test_a_node_whose_cpus_ran_hot_over_most_of_a_timed_out_run_is_its_probable_root(tmp_path):
+    hot = tuple((f"{h}:{m:02d}:00", CPU_HOT.format(n=h * 100 + m)) for h in range(10, 14) for m in (10, 40))
+    v = _verdict(tmp_path, "703", hot)
+    assert (v["domain"], v["cause"], v["quality"], v["culprit_nodes"]) == (
+        "host", "host.cpu_thermal_throttle", "probable", ["f2"])

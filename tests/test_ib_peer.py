@@ -31,6 +31,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 808|808|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[28-30]|gres/gpu=24,node=3
 809|809|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[31-33]|gres/gpu=24,node=3
 810|810|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[34-37]|gres/gpu=32,node=4
+811|811|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[38-39]|gres/gpu=16,node=2
 """
 
 
@@ -135,6 +136,16 @@ def verdicts(tmp_path_factory):
     # n34 and n35 both name 10.22.0.99, which no banner maps; n36 and n37 said nothing:
     # the shared end is one of them, not a reporter.
     (logs / "slurm-810.out").write_text(output((4, "n34", "10.22.0.99"), (12, "n35", "10.22.0.99")))
+    # n39 overheated and shut down at 08:44:12; n38's reports of it are unstamped, between
+    # an iteration stamped 08:40 and torchrun's teardown stamped 08:44:44 (its glog line as
+    # huggingface/accelerate#2960 shows it): they only inherited 08:40.
+    (logs / "slurm-811.out").write_text(
+        "".join(b + "\n" for b in (bootstrap(0, "n38", "10.22.0.38"), bootstrap(8, "n39", "10.22.0.39")))
+        + f"0: [2026-11-20 08:40:00,000] {ITERATION}\n" + retry_exceeded(4, "n38", "10.22.0.39") + "\n"
+        + "0: W1120 08:44:44.786825 140538811684672 torch/distributed/elastic/multiprocessing/api.py:858] Sending "
+        "process 147865 closing signal SIGTERM\n")
+    (logs / "n39.log").write_text(syslog("n39", ("08:30:00", "kernel: ok"), (
+        "08:44:12", "kernel: thermal thermal_zone1: x86_pkg_temp: critical temperature reached, shutting down")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -227,3 +238,10 @@ def test_an_unmapped_shared_end_among_several_silent_nodes_blames_no_reporter(ve
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", [])
     assert v["quality"] != "definitive"
     assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"context"}
+
+
+def test_the_silent_ends_own_fault_before_the_reports_could_be_printed_is_their_root(verdicts):
+    """The reports are stamped 08:40 only by inheritance: printed any time up to 08:44:44,
+    after the silent end shut itself down at 08:44:12, which is why its connections failed."""
+    v = verdicts["811"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.thermal_shutdown", ["n39"])

@@ -23,6 +23,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 608|608|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[23-24]|gres/gpu=4,node=2
 609|609|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:44:05|n[25-26]|gres/gpu=4,node=2
 610|610|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:44:05|n[27-28]|gres/gpu=4,node=2
+611|611|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[29-30]|gres/gpu=4,node=2
 """
 # The NFS client's report of a server that stopped answering (kangear/tiny210v2-uboot#5),
 # printed once its major timeout ran out.
@@ -59,6 +60,15 @@ def verdicts(tmp_path_factory):
                                          ("10:33:30", SOFT_LOCKUP)))
     (logs / "slurm-607.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
     (logs / "n22.log").write_text(syslog("n22", ("10:29:00", "kernel: ok"), ("10:40:30", SOFT_LOCKUP)))
+    # 611: 606 again as PyTorch 2.x prints it: each timeout line follows the watchdog's
+    # exception line of the same stamp, which names no timeout; n30's stalls repeat.
+    exception = ("{r}: [rank{r}]:[E1120 10:40:00.755262105 ProcessGroupNCCL.cpp:1664] [PG 0 (default_pg) Rank {r}] "
+                 "Exception (either an error or timeout) detected by watchdog at work: 3, last enqueued NCCL work: 3, "
+                 "last completed NCCL work: 2.")
+    (logs / "slurm-611.out").write_text("".join(exception.format(r=r) + "\n" + watchdog_timeout(r, "10:40:00") + "\n"
+                                                for r in (0, 1)))
+    (logs / "n30.log").write_text(syslog("n30", ("10:29:00", "kernel: ok"), *((f"10:{m}:10", SOFT_LOCKUP)
+                                                                             for m in range(29, 36))))
     # 608: rank 0 writes a checkpoint to an NFS server that stopped answering at 10:30; the
     # clients report it when their major timeout runs out, three minutes later.
     (logs / "slurm-608.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3)))
@@ -133,6 +143,13 @@ def test_a_silent_node_whose_cpus_got_stuck_while_the_others_waited_is_the_root(
     assert v["quality"] == "probable"  # an inference from what is missing: never definitive
     named = [e for e in v["evidence"] if e["rule_id"] == "straggler_rank"]
     assert [(e["node"], e["rank"], e["role"]) for e in named] == [("n20", None, "context")]
+
+
+def test_the_wait_is_read_from_the_timeout_line_not_the_exception_line_beside_it(verdicts):
+    """The watchdog's exception line, stamped with its timeout line, names no timeout: the
+    collective still began ten minutes before, and the stalls then are the root."""
+    v = verdicts["611"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.cpu_stall", ["n30"])
 
 
 def test_a_cancellation_of_a_job_already_stuck_is_not_its_root(verdicts):
