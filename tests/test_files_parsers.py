@@ -759,3 +759,37 @@ def test_a_script_that_starts_the_next_ray_node_before_the_last_reports_names_no
     ]
     obs = read_log_file(write(tmp_path / "slurm-2204134.out", lines), year=2026, source="app").observations
     assert obs["node"].to_list()[-1] is None
+
+
+def test_journalctl_short_unix_and_short_monotonic_keep_their_host_and_tag(tmp_path):
+    """journalctl's ``-o short-unix`` (epoch seconds) is a syslog of every program, and
+    ``-o short-monotonic`` puts the host and tag after a kernel-style monotonic stamp: both
+    name the node and the program (systemd's journalctl(1) output modes)."""
+    unix = read_log_file(write(tmp_path / "unix.log", [
+        "1795167565.212709 kc-gpu040 kernel: mlx5_core 0000:9c:00.0 mlx5_6: Port: 1 Link DOWN",
+        "1795167566.000001 kc-gpu040 CRON[1234]: (root) CMD (run-parts /etc/cron.hourly)",
+    ])).observations
+    assert unix.select("node", "program").rows() == [("kc-gpu040", "kernel"), ("kc-gpu040", "CRON")]
+    assert unix["ts"][0] == datetime(2026, 11, 20, 9, 39, 25, 212709, tzinfo=timezone.utc)
+    mono = read_log_file(write(tmp_path / "mono.log", [
+        "[2138031.491413] kc-gpu010 kernel: NVRM: Xid (PCI:0000:db:00): 79, pid='<unknown>', name=<unknown>, "
+        "GPU has fallen off the bus.",
+        "[2138032.000000] kc-gpu010 slurmd[2233]: launch task StepId=71004.0 request from UID:1000 GID:1000",
+        "[    3.100000] usb 1-1: new high-speed USB device number 2 using xhci_hcd",
+    ]), boot_time=datetime(2026, 10, 27, tzinfo=timezone.utc)).observations
+    assert mono.select("node", "program").rows() == [("kc-gpu010", "kernel"), ("kc-gpu010", "slurmd"), (None, "kernel")]
+    assert mono["message"][0].startswith("NVRM: Xid (PCI:0000:db:00): 79")
+    assert mono["message"][2].startswith("usb 1-1: new high-speed")  # a driver's own line stays the kernel's
+
+
+def test_terminal_colour_codes_are_removed_and_richs_stamp_is_read(tmp_path):
+    """loguru's ``colorize`` and rich's handler write ANSI colour codes around the stamp and
+    level; rich stamps ``[%x %X]`` (two-digit year)."""
+    lines = [
+        "\x1b[32m2026-11-20 10:33:04.512\x1b[0m | \x1b[1mINFO    \x1b[0m | \x1b[36m__main__\x1b[0m - step 10",
+        "[11/20/26 10:39:12] ERROR    RuntimeError: CUDA error: an illegal memory access was encountered   train.py:88",
+    ]
+    obs = read_log_file(write(tmp_path / "train.log", lines), source="app").observations
+    assert obs["ts"].to_list() == [datetime(2026, 11, 20, 10, 33, 4, 512000, tzinfo=timezone.utc),
+                                   datetime(2026, 11, 20, 10, 39, 12, tzinfo=timezone.utc)]
+    assert "\x1b" not in "".join(obs["message"].to_list())

@@ -21,7 +21,8 @@ Lines are free text behind optional prefixes, peeled off in this order:
    TorchTitan's ``[titan] 2026-09-11 23:05:40,871 - …`` and the Transformers Trainer's
    ``[INFO|trainer.py:734] 2025-01-01 16:12:18,785 >> …``, or inside NeMo's
    ``[NeMo I 2024-02-26 23:02:20 preprocess:289]``), Python logging's US date
-   ``05/10/2023 10:48:48 - INFO - …`` (Hugging Face's example scripts), abseil's
+   ``05/10/2023 10:48:48 - INFO - …`` (Hugging Face's example scripts), rich's logging
+   handler's ``[11/20/26 10:33:04]`` (its default ``[%x %X]``, two-digit year), abseil's
    ``E0000 00:00:1775556782.173781 2657 cuda_dnn.cc:8579]`` (seconds since the epoch,
    before its logging is set up: jaxlib, XLA), detectron2's
    ``[07/21 10:31:18 d2.utils.events]:`` or vLLM's ``INFO 07-23 19:34:48 [file.py:289]``
@@ -74,6 +75,7 @@ STAMP = (
     r"|\[?[IWEF](?P<gmon>[0-9]{1,2})(?P<gday>[0-9]{2}) (?P<gtime>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
     r"|(?:\[[A-Za-z][\w.|:-]*\] |\[NeMo [DIWEC] )?\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)(?: [A-Za-z_][\w.]*:[0-9]+\]| >>)?\]?:?"
     r"|(?P<usdate>[0-9]{2}/[0-9]{2}/[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}) -"
+    r"|\[(?P<richdate>[0-9]{2}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})\]"
     r"|\[(?P<dmon>[0-9]{2})/(?P<dday>[0-9]{2}) (?P<dtime>[0-9]{2}:[0-9]{2}:[0-9]{2})(?: [\w.]+)?\]:?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<vmon>[0-9]{2})-(?P<vday>[0-9]{2}) (?P<vtime>[0-9]{2}:[0-9]{2}:[0-9]{2})"
     r" \[?[^\s\]]+:[0-9]+\]"
@@ -162,12 +164,14 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
         pl.coalesce(
             pl.col("_yearless_ts"), parse_iso(pl.col("iso"), ctx.timezone),
             local_stamps(pl.col("usdate"), "%m/%d/%Y %H:%M:%S", ctx.timezone),
+            local_stamps(pl.col("richdate"), "%m/%d/%y %H:%M:%S", ctx.timezone),
             epoch_ts.dt.replace_time_zone("UTC"), fm_ts, banner_ts,
         ).alias("ts")
     )
     ts = pl.col("ts")
     message = pl.col("_message")
-    has_stamp = pl.col("_month").is_not_null() | pl.col("iso").is_not_null() | pl.col("usdate").is_not_null()
+    has_stamp = (pl.col("_month").is_not_null() | pl.col("iso").is_not_null() | pl.col("usdate").is_not_null()
+                 | pl.col("richdate").is_not_null())
     reason = (
         pl.when(has_stamp & ts.is_null()).then(pl.lit("invalid date in the line's timestamp prefix"))
         .when(pl.col("trank").is_null() & pl.col(text).str.contains(BROKEN_AFTER_LABEL))

@@ -188,11 +188,17 @@ def _texts(raws: Sequence[bytes]) -> pl.Series:
     return texts
 
 
+ANSI_SGR = r"\x1b\[[0-9;]*m"
+"""A terminal's select-graphic-rendition code (colour, bold): ``ESC [ params m``."""
+
+
 def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequence[int]) -> FileBatch:
     """Split the contents of several files into one frame of non-blank lines.
 
     Bytes that are not UTF-8 become U+FFFD, and so do NUL bytes (never meaningful in a log
-    line). Lines split on ``\\n`` only; the ``\\r`` of CRLF is dropped. ``seq`` is the
+    line). Terminal colour and style codes (ANSI SGR, ``ESC[1;31m``: loguru's ``colorize``,
+    rich's handler, a pty's output) are removed: they split stamps and words apart. Lines
+    split on ``\\n`` only; the ``\\r`` of CRLF is dropped. ``seq`` is the
     1-based physical line number, so ``origin`` points at the right line even when blank
     lines were skipped.
     """
@@ -213,6 +219,8 @@ def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequ
     )
     end = (pl.col("seq") == pl.col("_pieces")) & (pl.col("line") == "")
     line = pl.col("line").str.strip_suffix("\r") if any(b"\r" in raw for raw in raws) else pl.col("line")
+    if any(b"\x1b[" in raw for raw in raws):  # most batches hold no terminal codes: no copy of every line
+        line = line.str.replace_all(ANSI_SGR, "")
     frame = frame.select("file", "seq", line, "mtime", end.alias("_end")).with_columns(
         (pl.col("line").str.strip_chars().str.len_bytes() == 0).alias("_blank")
     )

@@ -35,10 +35,12 @@ SIGNATURES: dict[str, str] = {
     ),
     "kubectl": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z(?: |$)",
     "syslog": (
-        # RFC 3164 (journalctl's short-precise adds microseconds), RFC 3339 / 5424, and
-        # journalctl's short-iso, whose offset had no colon before systemd 255 (+0200).
+        # RFC 3164 (journalctl's short-precise adds microseconds), RFC 3339 / 5424,
+        # journalctl's short-iso, whose offset had no colon before systemd 255 (+0200), and
+        # its short-unix (epoch seconds).
         r"^(?:<\d{1,3}>)?(?:[A-Z][a-z]{2} {1,2}\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?"
-        r"|(?:<\d{1,3}>1 )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) \S+ "
+        r"|(?:<\d{1,3}>1 )?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)"
+        r"|\d{9,11}\.\d+) \S+ "
         r"(?:[A-Za-z0-9_./-]+(?:\[\d+\])?:|\S+ \S+ \S+ )"
     ),
 }

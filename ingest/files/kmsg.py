@@ -9,7 +9,9 @@ lines get ``ts_source="monotonic"``; without any boot time they are rejected wit
 saying how to fix it (or, for one-shot diagnosis, placed as if the last line was written at
 ingest time, ``ts_source="ingest"``). ``dmesg -T`` and ISO stamps are wall time already. Lines without a
 stamp (wrapped continuations) inherit the previous one; a line whose bracket stamp cannot be
-read (``dmesg -d`` deltas such as ``[  +0.000004]``) is rejected.
+read (``dmesg -d`` deltas such as ``[  +0.000004]``) is rejected. ``journalctl -o
+short-monotonic`` has the same stamp, then the host and the tag of every program
+(:data:`JOURNAL_ENTRY`): they give ``node`` and ``program``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import polars as pl
 from ingest.files.common import (
     TS_DTYPE, ZONELESS, ParseContext, bsd_stamp_parts, iso_zoned, local_stamps, parse_iso, peel, stamps_without_year,
 )
+from ingest.hostlist import short_host
 
 KMSG = (
     r"(?:<[0-9]+>)?(?:[a-z]+ *:[a-z]+ *: )?(?:"
@@ -32,6 +35,11 @@ SYSLOG_KERNEL = (
     r"(?P<smon>[A-Z][a-z]{2}) {1,2}(?P<sday>[0-9]{1,2}) (?P<stime>[0-9]{2}:[0-9]{2}:[0-9]{2}) "
     r"(?P<shost>\S+) kernel: \[ *(?P<smono>[0-9]+\.[0-9]+)\] ?"
 )
+JOURNAL_ENTRY = r"(?P<jhost>[A-Za-z0-9][A-Za-z0-9._-]*) (?P<jtag>kernel|[^\s\[:]+)(?P<jpid>\[[0-9]+\])?: "
+"""``journalctl -o short-monotonic``'s host and tag after the monotonic stamp (``[2138031.491413]
+kc-gpu010 kernel: NVRM: …``, ``… kc-gpu010 slurmd[2233]: …``): a journal of every program,
+not the kernel's ring buffer. Only ``kernel`` or a tag with its pid counts, so a driver's
+``usb 1-1: …`` stays a kernel message."""
 BROKEN_STAMP = r"^(?:[a-z]+ *:[a-z]+ *: )?\[ *[+\-0-9]"
 
 NEEDS_BOOT_TIME = (
@@ -53,6 +61,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     line = pl.col("line")
     frame = peel(lines, "line", KMSG, "msg")
     frame = peel(frame, "line", SYSLOG_KERNEL, "smsg")
+    # Only a monotonic stamp can come before a journal's host and tag.
+    frame = peel(frame.with_columns(pl.when(pl.col("mono").is_not_null()).then(pl.col("msg")).alias("_jtext")),
+                 "_jtext", JOURNAL_ENTRY, "jmsg")
+    journal = (pl.col("jtag") == "kernel") | pl.col("jpid").is_not_null()
     frame = frame.with_columns(
         *bsd_stamp_parts("smon", "sday", "stime"),
         pl.coalesce(_seconds_to_us(pl.col("mono")), pl.col("usec").cast(pl.Int64)).alias("_mono_us"),
@@ -101,10 +113,12 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(has_mono & pl.col("_guessed")).then(pl.lit("ingest"))
         .when(has_mono).then(pl.lit("monotonic"))
         .otherwise(pl.lit("line")).alias("ts_kind"),
-        pl.coalesce(pl.col("shost"), pl.lit(ctx.default_node, dtype=pl.String)).alias("node"),
+        pl.coalesce(pl.col("shost"), pl.when(journal).then(short_host(pl.col("jhost"))),
+                    pl.lit(ctx.default_node, dtype=pl.String)).alias("node"),
         pl.lit(None, dtype=pl.Int32).alias("rank"),
-        pl.lit("kernel").alias("program"),
-        pl.when(pl.col("msg_prefix").is_not_null()).then(pl.col("msg"))
+        pl.when(journal).then(pl.col("jtag")).otherwise(pl.lit("kernel")).alias("program"),
+        pl.when(journal).then(pl.col("jmsg"))
+        .when(pl.col("msg_prefix").is_not_null()).then(pl.col("msg"))
         .when(pl.col("smsg_prefix").is_not_null()).then(pl.col("smsg"))
         .otherwise(line.str.strip_chars()).alias("message"),
         reason.cast(pl.String).alias("reason"),

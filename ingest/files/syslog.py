@@ -1,6 +1,7 @@
 """Syslog files: RFC 3164 (``Nov 30 15:32:38 host tag[pid]: msg``), rsyslog's
-high-precision ISO-8601 format (``2026-11-30T15:32:38.123456+00:00 host tag: msg``) and
-RFC 5424 (``<pri>1 2026-11-30T15:32:38Z host app procid msgid [sd] msg``).
+high-precision ISO-8601 format (``2026-11-30T15:32:38.123456+00:00 host tag: msg``),
+RFC 5424 (``<pri>1 2026-11-30T15:32:38Z host app procid msgid [sd] msg``) and journalctl's
+``short-unix`` (``1795167565.212709 host tag: msg``, epoch seconds).
 
 The host field gives ``node`` (its short name, :func:`short_host`), the tag (or RFC 5424
 APP-NAME) gives ``program``. A kernel message's own ``[  123.456789]`` monotonic stamp is
@@ -34,6 +35,9 @@ ISO_HEADER = (
     r"(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) "
     r"(?P<ihost>\S+) ?"
 )
+EPOCH_HEADER = r"(?P<epoch>[0-9]{9,11})\.(?P<epoch_frac>[0-9]{1,9}) (?P<ehost>\S+) ?"
+"""``journalctl -o short-unix``: seconds since the epoch (UTC) with a fraction, then the
+host (``1795167565.212709 kc-gpu040 kernel: …``)."""
 RFC5424_HEADER = r"(?P<app>\S+) \S+ \S+ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?(?:\x{FEFF})?"
 TAG = r"(?P<tag>[^\s\[:]+)(?:\[[0-9]+\])?: ?"
 KERNEL_STAMP = r"^\[ *[0-9]+\.[0-9]+\] ?"
@@ -48,6 +52,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     line = pl.col("line")
     frame = peel(lines, "line", RFC3164, "_bsd_rest")
     frame = peel(frame, "line", ISO_HEADER, "_iso_rest")
+    frame = peel(frame, "line", EPOCH_HEADER, "_epoch_rest")
     opensm = pl.col("osm_usec").is_not_null()
     frame = frame.with_columns(
         pl.when(opensm).then(pl.concat_str([pl.col("time"), pl.col("osm_usec")], separator="."))
@@ -55,11 +60,15 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     ).with_columns(
         *bsd_stamp_parts("mon", "day", "time"),
         pl.when(pl.col("_bsd_rest_prefix").is_not_null()).then(pl.col("_bsd_rest"))
-        .otherwise(pl.col("_iso_rest")).alias("_body"),
+        .when(pl.col("_iso_rest_prefix").is_not_null()).then(pl.col("_iso_rest"))
+        .otherwise(pl.col("_epoch_rest")).alias("_body"),
     )
+    micros = pl.col("epoch_frac").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64)
     frame = frame.with_columns(
         stamps_without_year(frame, "_month", "_rest", ctx).alias("_bsd_ts"),
         parse_iso(pl.col("iso"), ctx.timezone).alias("_iso_ts"),
+        pl.from_epoch(pl.col("epoch").cast(pl.Int64) * 1_000_000 + micros, time_unit="us")
+        .dt.replace_time_zone("UTC").alias("_epoch_ts"),
     )
     is_5424 = pl.col("v5424").is_not_null()
     # opensm's message has no tag: its header ended at "-> ".
@@ -69,7 +78,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     frame = frame.with_columns(pl.when(is_5424).then(pl.col("_body")).alias("_body5424"))
     frame = peel(frame, "_body5424", RFC5424_HEADER, "msg5424")
     body = pl.col("_body")
-    matched = pl.col("mon").is_not_null() | pl.col("iso").is_not_null()
+    matched = pl.col("mon").is_not_null() | pl.col("iso").is_not_null() | pl.col("epoch").is_not_null()
     app = pl.when(pl.col("app") != "-").then(pl.col("app"))
     program = pl.when(is_5424).then(app).when(opensm).then(pl.lit("opensm")).otherwise(pl.col("tag"))
     text = (
@@ -90,7 +99,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     # are stripped: the other rows reach those operations as null.
     unstamped = pl.coalesce(pl.when(text.str.starts_with("[")).then(text).str.replace(KERNEL_STAMP, ""), text)
     message = pl.when(matched).then(unstamped).otherwise(pl.when(~matched).then(line).str.strip_chars())
-    ts = pl.coalesce("_bsd_ts", "_iso_ts")
+    ts = pl.coalesce("_bsd_ts", "_iso_ts", "_epoch_ts")
     reason = (
         pl.when(continuation | marker).then(None)
         .when(~matched).then(pl.lit("no syslog header (RFC 3164 'Mmm dd hh:mm:ss host' or RFC 5424/ISO-8601 timestamp and host)"))
@@ -98,7 +107,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     )
     # A wrapped line belongs to the host and program of the line it continues; a marker to
     # the host of the lines around it (the span header comes before the first entry).
-    node = short_host(pl.coalesce("host", "ihost"))
+    node = short_host(pl.coalesce("host", "ihost", "ehost"))
     node = pl.when(opensm).then(pl.lit(ctx.default_node, dtype=pl.String)).otherwise(node)
     return frame.select(
         "file",
