@@ -6,8 +6,9 @@ the previous sample of its series (after sorting by series and time):
 ``increase``  the value rose by more than ``threshold`` (a counter that drops — a reset after a
               driver reload or reboot — is not an increase; growth after the reset is
               measured from the reset value)
-``above``     the first sample of each run above ``threshold`` (the series' first sample counts)
-``below``     the first sample of each run below ``threshold``
+``above``     the first sample of each run above ``threshold`` (the series' first sample counts);
+              the event's ``last_ts`` and ``count`` are the run's last sample and its length
+``below``     the first sample of each run below ``threshold``, likewise
 ``change``    the value differs from the previous sample (state gauges, link state)
 
 The event's ``origin`` is the metric row's origin; ``params`` holds the metric, value and
@@ -44,6 +45,36 @@ def _fires(rule: MetricRule) -> pl.Expr:
     return previous.is_not_null() & (value != previous)
 
 
+def _holds(rule: MetricRule) -> pl.Expr | None:
+    """Whether a sample is in the state an ``above``/``below`` rule reports (None for the
+    rules that fire on one sample)."""
+    if rule.condition == "above":
+        return pl.col("value") > pl.lit(rule.threshold)
+    if rule.condition == "below":
+        return pl.col("value") < pl.lit(rule.threshold)
+    return None
+
+
+def _fired(slim: pl.LazyFrame, rule: MetricRule) -> pl.LazyFrame:
+    """The samples ``rule`` fires on (series, time, previous value) with ``_until`` and
+    ``_n``: for a state rule, the last sample and the length of the run the firing sample
+    starts (how long a GPU stayed hot), null otherwise."""
+    mine = slim.filter(pl.col("metric").is_in(rule.metrics)).with_columns(_fires(rule).fill_null(False).alias("_fires"))
+    holds = _holds(rule)
+    if holds is None:
+        return mine.filter("_fires").select(
+            "_series", "ts", "_previous", pl.lit(None, pl.Datetime("us", "UTC")).alias("_until"),
+            pl.lit(None, pl.Int64).alias("_n"))
+    run = ["_series", "_run"]
+    return (
+        mine.with_columns(holds.fill_null(False).alias("_holds"), pl.col("_fires").cum_sum().over("_series").alias("_run"))
+        .with_columns(pl.col("ts").filter(pl.col("_holds")).max().over(run).alias("_until"),
+                      pl.col("_holds").sum().over(run).cast(pl.Int64).alias("_n"))
+        .filter("_fires")
+        .select("_series", "ts", "_previous", pl.col("_until").cast(pl.Datetime("us", "UTC")), "_n")
+    )
+
+
 def _rule_events(samples: pl.LazyFrame, rule: MetricRule) -> pl.LazyFrame:
     """The events of ``rule`` from the samples it fired on (with their ``_previous`` value)."""
     port = (
@@ -56,8 +87,8 @@ def _rule_events(samples: pl.LazyFrame, rule: MetricRule) -> pl.LazyFrame:
             # concat_str, not pl.format: Polars 2.1 panics formatting filtered multi-chunk input.
             pl.concat_str([pl.lit(f"{rule.id}@"), pl.col("origin")]).alias("event_id"),
             pl.col("ts"),
-            pl.col("ts").alias("last_ts"),
-            pl.lit(1, pl.Int64).alias("count"),
+            pl.coalesce("_until", "ts").alias("last_ts"),
+            pl.coalesce("_n", pl.lit(1, pl.Int64)).alias("count"),
             pl.col("node"),
             pl.lit(None, pl.String).alias("attempt_id"),
             pl.lit(None, pl.Int32).alias("rank"),
@@ -117,8 +148,7 @@ def metric_events(
     same_series = pl.col("_series") == pl.col("_series").shift(1)
     slim = slim.with_columns(pl.when(same_series).then(pl.col("value").shift(1)).alias("_previous"))
     fired = pl.concat([
-        slim.lazy().filter(pl.col("metric").is_in(rule.metrics) & _fires(rule).fill_null(False))
-        .select("_series", "ts", "_previous", pl.lit(k, pl.UInt32).alias("_rule"))
+        _fired(slim.lazy(), rule).with_columns(pl.lit(k, pl.UInt32).alias("_rule"))
         for k, rule in enumerate(pack.metric)
     ]).collect()
     if fired.is_empty():

@@ -2,7 +2,8 @@
 
 A GPU held back by heat or its power brake prints no error: DCGM's health watch and the
 driver only report the slowdown (``gpu_thermal_power_slowdown``, ``context`` on its own, as
-a short throttle is harmless); so does the kernel for a node whose CPUs run hot
+a short throttle is harmless), and DCGM's temperature gauge how long it ran hot; so does
+the kernel for a node whose CPUs run hot
 (``host.cpu_thermal_throttle``). In a synchronous job every rank waits for the slowest one
 each step, so one GPU or node throttled for most of the run drags the whole job past its
 time limit, and the scheduler's TIMEOUT hides why.
@@ -23,9 +24,10 @@ import polars as pl
 
 from engine.rules.python_rules import param, rooted_attempts, with_role
 
-SLOWDOWN_CAUSES = ("gpu.thermal_power_slowdown", "host.cpu_thermal_throttle")
-"""The causes of the slowdown reports: a GPU's (``gpu_health.yaml``), a node's CPUs'
-(``host.yaml``)."""
+SLOWDOWN_CAUSES = ("gpu.thermal_power_slowdown", "gpu.thermal", "host.cpu_thermal_throttle")
+"""The causes of the slowdown reports: a GPU's (``gpu_health.yaml``), a GPU's temperature
+above its slowdown point in DCGM's metrics (``metrics.yaml``: one event per hot spell, its
+``last_ts`` the spell's last sample), a node's CPUs' (``host.yaml``)."""
 TIME_LIMIT_CAUSE = "scheduler.time_limit"
 """The cause of slurmstepd's time-limit banner: the stop this rule explains, not a rival root."""
 MIN_REPORTS = 3

@@ -237,9 +237,12 @@ def test_metric_above_fires_once_per_run_and_series_are_separate(pack):
         ("n2", "prom:n2:DCGM_FI_DEV_GPU_TEMP:0"), ("n1", "prom:n1:DCGM_FI_DEV_GPU_TEMP:1"),
         ("n1", "prom:n1:DCGM_FI_DEV_GPU_TEMP:4"),
     ]
+    # each event spans its run: its samples counted, its last one as last_ts
+    assert events["count"].to_list() == [1, 2, 2]
+    assert events["last_ts"].to_list()[1] == samples.filter(pl.col("origin") == "prom:n1:DCGM_FI_DEV_GPU_TEMP:2")["ts"][0]
     # with the 5m dedupe window the two runs on n1 (3 minutes apart) fold into one event
     folded = metric_events(samples, pack)
-    assert folded.filter(pl.col("node") == "n1")["count"].to_list() == [2]
+    assert folded.filter(pl.col("node") == "n1")["count"].to_list() == [4]
 
 
 def test_metric_below_and_change_conditions(tmp_path, pack):

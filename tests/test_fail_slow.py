@@ -6,8 +6,14 @@ Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 
+import polars as pl
+
+from engine.run import landing_lake, run_attribution
+from ingest.connectors import run_connector
+from ingest.connectors.slurm import SlurmConnector, SlurmOptions
+from ingest.files import land_log_files
 from tests.end_to_end import ALIVE, ITERATION, syslog, verdicts_by_job
 
 # https://github.com/NVIDIA/DCGM/issues/270 (nv-hostengine's health watch, GPU by index)
@@ -64,3 +70,34 @@ def test_a_node_whose_cpus_ran_hot_over_most_of_a_timed_out_run_is_its_probable_
     v = _verdict(tmp_path, "703", hot)
     assert (v["domain"], v["cause"], v["quality"], v["culprit_nodes"]) == (
         "host", "host.cpu_thermal_throttle", "probable", ["f2"])
+
+
+def test_a_gpu_dcgm_measured_hot_over_most_of_a_timed_out_run_is_its_probable_root(tmp_path):
+    """No log line at all: DCGM's temperature gauge (dcgm-exporter's labels) shows GPU 5 of
+    f2 above its slowdown point from 10:40 to the time limit, the others cool."""
+    (tmp_path / "sacct.txt").write_text(SACCT.format(job="704"))
+    lake = landing_lake(tmp_path / "lake")
+    assert run_connector(lake, SlurmConnector(SlurmOptions(sacct_file=[tmp_path / "sacct.txt"], timezone="UTC"), "c1"),
+                         None).error is None
+    labels = '{"Hostname":"%s","gpu":"%s","modelName":"NVIDIA H100 80GB HBM3"}'
+    start = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+    rows = [
+        {"ts": start + timedelta(minutes=5 * i), "node": node, "metric": "DCGM_FI_DEV_GPU_TEMP", "gpu": gpu,
+         "hca": None, "port": None, "value": 93.0 if (node, gpu) == ("f2", "5") and i >= 8 else 61.0,
+         "labels": labels % (node, gpu), "origin": f"prom:{node}:{gpu}:{i}", "input_id": "prom"}
+        for node in ("f1", "f2") for gpu in ("4", "5") for i in range(49)
+    ]
+    lake.land("metrics", pl.DataFrame(rows, schema_overrides={"hca": pl.String, "port": pl.String}),
+              cluster="c1", input_id="prom")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for node in ("f1", "f2"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:05:00", ALIVE), ("13:55:00", ALIVE)))
+    (logs / "slurm-704.out").write_text(
+        f"0: [2026-11-20 10:10:00,000] {ITERATION}\n0: [2026-11-20 13:59:00,000] {ITERATION}\n"
+        f"{TIME_LIMIT.format(job='704')}\n")
+    land_log_files(lake, [logs], cluster="c1")
+    day = date(2026, 11, 20)
+    v = run_attribution(lake, day, day).verdicts.to_dicts()[0]
+    assert (v["domain"], v["cause"], v["quality"]) == ("gpu", "gpu.thermal", "probable")
+    assert (v["culprit_nodes"], v["culprit_gpus"]) == (["f2"], ["5"])
