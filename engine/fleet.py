@@ -19,6 +19,11 @@ lake, vectorized across attempts:
   that node was blamed for an infrastructure failure of another job within
   ``repeat_window``: the first place to look. The verdict itself stays as the logs of the
   attempt make it.
+* **Silent data corruption suspects** — a loss gone NaN or infinite on the ranks of one
+  node only is the job's own as far as its logs tell; when other jobs' losses went so on
+  that same node, and on it alone, within ``repeat_window``, a GPU of it may be computing
+  wrong numbers: each such verdict gets a ``fleet`` note naming the node, and is
+  ``probable`` at most (the code may still be at fault).
 
 A run applies them in two steps: :func:`fleet_notes` over a slim view of every verdict,
 then :func:`apply_fleet_notes` to each chunk of full verdicts as it is written.
@@ -158,15 +163,56 @@ def _outside_systemic_events(blames: pl.DataFrame, config: EngineConfig) -> pl.D
 
 SILENT_RULE = "straggler_rank"
 """The rule whose evidence names the node an attempt's other ranks waited for (``rules/straggler.py``)."""
+NAN_CAUSE = "workload.non_finite_loss"
+"""The cause, and the event, of a loss gone NaN or infinite (``rules/cuda_framework.yaml``)."""
 
 
 def slim_view(verdicts: pl.DataFrame) -> pl.DataFrame:
-    """The columns of ``verdicts`` the fleet views read: :data:`FLEET_COLUMNS` and
-    ``silent_nodes``, the nodes the evidence says the attempt's other ranks waited for."""
-    silent = pl.element().struct.field("node").filter(pl.element().struct.field("rule_id") == SILENT_RULE)
+    """The columns of ``verdicts`` the fleet views read: :data:`FLEET_COLUMNS`,
+    ``silent_nodes``, the nodes the evidence says the attempt's other ranks waited for, and
+    ``nan_nodes``, the nodes whose ranks' losses went NaN (its root evidence)."""
+    field = pl.element().struct.field
+    silent = field("node").filter(field("rule_id") == SILENT_RULE)
+    nan = field("node").filter((field("event") == NAN_CAUSE) & (field("role") == "root_candidate"))
     return verdicts.select(
-        *FLEET_COLUMNS, pl.col("evidence").list.eval(silent.drop_nulls()).list.unique().list.sort().alias("silent_nodes"),
+        *FLEET_COLUMNS,
+        pl.col("evidence").list.eval(silent.drop_nulls()).list.unique().list.sort().alias("silent_nodes"),
+        pl.col("evidence").list.eval(nan.drop_nulls()).list.unique().list.sort().alias("nan_nodes"),
     )
+
+
+def mark_sdc_suspects(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
+    """Note, on each verdict whose loss went NaN on the ranks of one node only, that node
+    when the losses of other jobs went NaN on it alone within ``repeat_window``, and make
+    such a verdict ``probable`` at most (see the module docstring)."""
+    window = timedelta(seconds=config.seconds("repeat_window"))
+    confined = verdicts.filter((pl.col("cause") == NAN_CAUSE) & (pl.col("nan_nodes").list.len() == 1)).select(
+        "attempt_id", het_leader(pl.col("job_id")), "cluster", "end_ts", pl.col("nan_nodes").list.first().alias("node"),
+    )
+    if confined.is_empty():
+        return verdicts
+    pairs = (
+        confined.join(confined, on=["cluster", "node"], suffix="_other")
+        .filter((pl.col("job_id_other") != pl.col("job_id"))
+                & ((pl.col("end_ts_other") - pl.col("end_ts")).abs() <= window))
+        .group_by("attempt_id", "node", "end_ts").agg(pl.col("job_id_other").n_unique().alias("others"))
+    )
+    if pairs.is_empty():
+        return verdicts
+    message = pl.concat_str([
+        pl.lit("the losses of "), pl.col("others").cast(pl.String),
+        pl.lit(" other job(s) went NaN on "), pl.col("node"),
+        pl.lit(f" alone too, within {config.repeat_window}: a GPU of it may compute wrong numbers (silent data "
+               "corruption); test it (dcgmi diag -r 3) before blaming the code"),
+    ])
+    notes = pairs.select(
+        "attempt_id",
+        _fleet_evidence(pl.col("end_ts"), pl.col("node"), "fleet.sdc_suspect", "sdc_suspect", message).alias("_note"),
+    )
+    return _update_noted(verdicts, notes, [
+        pl.concat_list("evidence", "_note").alias("evidence"),
+        pl.when(pl.col("quality") == "definitive").then(pl.lit("probable")).otherwise(pl.col("quality")).alias("quality"),
+    ])
 
 
 def mark_silent_suspects(verdicts: pl.DataFrame, history: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
@@ -292,12 +338,12 @@ def fleet_notes(
     not their evidence trails, and applies the notes (:func:`apply_fleet_notes`) when it
     writes each chunk.
     """
-    slim = (verdicts if "silent_nodes" in verdicts.columns else slim_view(verdicts)).with_columns(
+    slim = (verdicts if "nan_nodes" in verdicts.columns else slim_view(verdicts)).with_columns(
         pl.lit([], dtype=pl.List(EVIDENCE_DTYPE)).alias("evidence")
     )
     out = add_switch_ports(slim, topology)
     out = mark_silent_suspects(mark_repeat_offenders(out, history, config), history, config)
-    out = mark_systemic(out, config)
+    out = mark_sdc_suspects(mark_systemic(out, config), config)
     before = slim.select("attempt_id", pl.col("culprit_ports").alias("_ports0"), pl.col("quality").alias("_quality0"))
     return (
         out.join(before, on="attempt_id", how="left")

@@ -164,3 +164,29 @@ def test_one_fault_that_struck_two_jobs_sharing_a_node_is_no_repeat():
     ev = events({"node": "n1", "event": "xid", "ts": at(10)})
     v = run_fleet(att, ev)
     assert not any(e["rule_id"] == "fleet.repeat_offender" for e in v["a"]["evidence"] + v["b"]["evidence"])
+
+
+def test_nan_losses_of_several_jobs_on_one_node_alone_are_noted_as_silent_data_corruption():
+    """Two users' losses went NaN on the ranks of n3 alone: each verdict stays the job's,
+    probable at most, with a note naming n3; a NaN on every node of a job (its learning
+    rate) and a NaN elsewhere are left alone."""
+    att = attempts({"attempt_id": "a", "job_id": "1", "user": "u1", "nodes": ["n3", "n4"]},
+                   {"attempt_id": "b", "job_id": "2", "user": "u2", "nodes": ["n2", "n3"],
+                    "start_ts": at(100), "end_ts": at(160)},
+                   {"attempt_id": "c", "job_id": "3", "user": "u3", "nodes": ["n3", "n5"],
+                    "start_ts": at(200), "end_ts": at(260)},
+                   {"attempt_id": "d", "job_id": "4", "user": "u4", "nodes": ["n6"]})
+    nan = {"event": "workload.non_finite_loss", "domain": "workload", "cause": "workload.non_finite_loss",
+           "action": "fix_workload", "source": "app", "message": "Loss is nan, stopping training"}
+    ev = events({**nan, "attempt_id": "a", "node": "n3", "rank": 3, "ts": at(20)},
+                {**nan, "attempt_id": "b", "node": "n3", "rank": 11, "ts": at(120)},
+                {**nan, "attempt_id": "c", "node": "n3", "rank": 0, "ts": at(220)},
+                {**nan, "attempt_id": "c", "node": "n5", "rank": 8, "ts": at(220)},
+                {**nan, "attempt_id": "d", "node": "n6", "rank": 0, "ts": at(20)})
+    v = run_fleet(att, ev)
+    for attempt in ("a", "b"):
+        assert (v[attempt]["cause"], v[attempt]["quality"]) == ("workload.non_finite_loss", "probable")
+        notes = [e for e in v[attempt]["evidence"] if e["rule_id"] == "fleet.sdc_suspect"]
+        assert [(n["node"], "1 other job(s) went NaN on n3 alone" in n["message"]) for n in notes] == [("n3", True)]
+    for attempt in ("c", "d"):
+        assert not any(e["rule_id"] == "fleet.sdc_suspect" for e in v[attempt]["evidence"])
