@@ -20,8 +20,9 @@ lake, vectorized across attempts:
   ``repeat_window``: the first place to look. The verdict itself stays as the logs of the
   attempt make it.
 * **Silent data corruption suspects** — a loss gone NaN or infinite on the ranks of one
-  node only is the job's own as far as its logs tell; when other jobs' losses went so on
-  that same node, and on it alone, within ``repeat_window``, a GPU of it may be computing
+  node only is the job's own as far as its logs tell; when other jobs' losses of the run
+  went so on that same node, and on it alone, within ``repeat_window`` (earlier verdicts
+  keep no evidence to tell where their NaN came from), a GPU of it may be computing
   wrong numbers: each such verdict gets a ``fleet`` note naming the node, and is
   ``probable`` at most (the code may still be at fault).
 
