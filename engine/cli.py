@@ -341,16 +341,16 @@ def run(
         # A typo'd path would otherwise become an empty lake, and the run a silent no-op.
         raise ValueError(f"{lake}: no attempts landed here; check --lake, or land attempts first "
                          "(causelake ingest slurm / static)")
-    pack = load_rule_pack()
+    the_lake, pack = Lake(lake), load_rule_pack()
     windows = [(first, last)]
     if stale:
         # Runs of consecutive stale days, one run each: the days between keep their verdicts.
-        days = stale_days(Lake(lake), first, last, pack_version=pack.version, clusters=cluster or None)
+        days = stale_days(the_lake, first, last, pack_version=pack.version, clusters=cluster or None)
         err.print(f"{len(days)} of the window's days have stale verdicts"
                   + (f": {', '.join(d.isoformat() for d in days)}" if days else " — nothing to attribute"))
         windows = spans(days)
     for first, last in windows:
-        _attribute_window(Lake(lake), first, last, pack, cluster, show, json_out)
+        _attribute_window(the_lake, first, last, pack, cluster, show, json_out)
 
 
 def _attribute_window(

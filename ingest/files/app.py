@@ -52,7 +52,8 @@ from __future__ import annotations
 import polars as pl
 
 from ingest.files.common import (
-    PLACEMENT_COLUMNS, ZONELESS, ParseContext, iso_zoned, local_stamps, parse_iso, peel, stamps_without_year,
+    PLACEMENT_COLUMNS, ZONELESS, ParseContext, epoch_stamps, iso_zoned, local_stamps, parse_iso, peel,
+    stamps_without_year,
 )
 
 LABEL = r" *(?P<label>[0-9]+): "
@@ -154,18 +155,14 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
             .then(pl.col("_message").str.slice(pl.col("_fm_stamp").str.len_bytes() + 3))
             .otherwise(pl.col("_message")).alias("_message")
         )
-    # abseil's stamp before its logging is initialised (what current jaxlib and XLA print):
-    # seconds since the epoch, whole and fraction apart so no microsecond is lost to a float.
-    epoch = pl.col("epoch").str.split_exact(".", 1)
-    micros = epoch.struct.field("field_1").fill_null("").str.pad_end(6, "0").cast(pl.Int64)
-    epoch_ts = pl.from_epoch(epoch.struct.field("field_0").cast(pl.Int64) * 1_000_000 + micros, time_unit="us")
     # A column, not an expression: the reason reads it too, and would parse every stamp again.
     frame = frame.with_columns(
         pl.coalesce(
             pl.col("_yearless_ts"), parse_iso(pl.col("iso"), ctx.timezone),
             local_stamps(pl.col("usdate"), "%m/%d/%Y %H:%M:%S", ctx.timezone),
             local_stamps(pl.col("richdate"), "%m/%d/%y %H:%M:%S", ctx.timezone),
-            epoch_ts.dt.replace_time_zone("UTC"), fm_ts, banner_ts,
+            # abseil's stamp before its logging is initialised (jaxlib, XLA): epoch seconds
+            epoch_stamps(pl.col("epoch")), fm_ts, banner_ts,
         ).alias("ts")
     )
     ts = pl.col("ts")

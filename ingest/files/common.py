@@ -291,6 +291,20 @@ def stamps_without_year(
     return nulls.scatter(work["_row"], stamps)
 
 
+def seconds_to_us(text: pl.Expr) -> pl.Expr:
+    """``"1234.567890"`` seconds (the fraction optional, cut to microseconds) to Int64
+    microseconds, whole and fraction apart so no microsecond is lost to a float."""
+    parts = text.str.split_exact(".", 1)
+    whole = parts.struct.field("field_0").cast(pl.Int64)
+    frac = parts.struct.field("field_1").fill_null("").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64)
+    return whole * 1_000_000 + frac
+
+
+def epoch_stamps(text: pl.Expr) -> pl.Expr:
+    """Seconds since the epoch (:func:`seconds_to_us` text) as UTC timestamps."""
+    return pl.from_epoch(seconds_to_us(text), time_unit="us").dt.replace_time_zone("UTC")
+
+
 def parse_iso(text: pl.Expr, timezone: str = "UTC") -> pl.Expr:
     """ISO-8601 / RFC 3339 stamps (``T`` or space, ``.`` or ``,`` fraction, optional
     ``Z``/offset) to UTC. Stamps without an offset are wall time in ``timezone``."""

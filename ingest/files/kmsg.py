@@ -19,7 +19,8 @@ from __future__ import annotations
 import polars as pl
 
 from ingest.files.common import (
-    TS_DTYPE, ZONELESS, ParseContext, bsd_stamp_parts, iso_zoned, local_stamps, parse_iso, peel, stamps_without_year,
+    TS_DTYPE, ZONELESS, ParseContext, bsd_stamp_parts, iso_zoned, local_stamps, parse_iso, peel, seconds_to_us,
+    stamps_without_year,
 )
 from ingest.hostlist import short_host
 
@@ -48,14 +49,6 @@ NEEDS_BOOT_TIME = (
 )
 
 
-def _seconds_to_us(text: pl.Expr) -> pl.Expr:
-    """``"1234.567890"`` seconds to Int64 microseconds, exactly (no float rounding)."""
-    parts = text.str.split_exact(".", 1)
-    whole = parts.struct.field("field_0").cast(pl.Int64)
-    frac = parts.struct.field("field_1").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64)
-    return whole * 1_000_000 + frac
-
-
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Parse kernel log lines (see the module docstring)."""
     line = pl.col("line")
@@ -67,8 +60,8 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     journal = (pl.col("jtag") == "kernel") | pl.col("jpid").is_not_null()
     frame = frame.with_columns(
         *bsd_stamp_parts("smon", "sday", "stime"),
-        pl.coalesce(_seconds_to_us(pl.col("mono")), pl.col("usec").cast(pl.Int64)).alias("_mono_us"),
-        _seconds_to_us(pl.col("smono")).alias("_smono_us"),
+        pl.coalesce(seconds_to_us(pl.col("mono")), pl.col("usec").cast(pl.Int64)).alias("_mono_us"),
+        seconds_to_us(pl.col("smono")).alias("_smono_us"),
     )
     frame = frame.with_columns(stamps_without_year(frame, "_month", "_rest", ctx).alias("_sys_ts"))
     mono = pl.col("_mono_us")

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from ingest.files.common import ZONELESS, ParseContext, bsd_stamp_parts, parse_iso, peel, stamps_without_year
+from ingest.files.common import (
+    ZONELESS, ParseContext, bsd_stamp_parts, epoch_stamps, parse_iso, peel, stamps_without_year,
+)
 from ingest.hostlist import short_host
 
 PRI = r"(?:<[0-9]{1,3}>)?"
@@ -35,7 +37,7 @@ ISO_HEADER = (
     r"(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]+)?(?:Z|[+-][0-9]{2}:?[0-9]{2})) "
     r"(?P<ihost>\S+) ?"
 )
-EPOCH_HEADER = r"(?P<epoch>[0-9]{9,11})\.(?P<epoch_frac>[0-9]{1,9}) (?P<ehost>\S+) ?"
+EPOCH_HEADER = r"(?P<epoch>[0-9]{9,11}\.[0-9]{1,9}) (?P<ehost>\S+) ?"
 """``journalctl -o short-unix``: seconds since the epoch (UTC) with a fraction, then the
 host (``1795167565.212709 kc-gpu040 kernel: …``)."""
 RFC5424_HEADER = r"(?P<app>\S+) \S+ \S+ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?(?:\x{FEFF})?"
@@ -63,12 +65,10 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
         .when(pl.col("_iso_rest_prefix").is_not_null()).then(pl.col("_iso_rest"))
         .otherwise(pl.col("_epoch_rest")).alias("_body"),
     )
-    micros = pl.col("epoch_frac").str.slice(0, 6).str.pad_end(6, "0").cast(pl.Int64)
     frame = frame.with_columns(
         stamps_without_year(frame, "_month", "_rest", ctx).alias("_bsd_ts"),
         parse_iso(pl.col("iso"), ctx.timezone).alias("_iso_ts"),
-        pl.from_epoch(pl.col("epoch").cast(pl.Int64) * 1_000_000 + micros, time_unit="us")
-        .dt.replace_time_zone("UTC").alias("_epoch_ts"),
+        epoch_stamps(pl.col("epoch")).alias("_epoch_ts"),
     )
     is_5424 = pl.col("v5424").is_not_null()
     # opensm's message has no tag: its header ended at "-> ".
