@@ -441,13 +441,9 @@ def failing_since(events: pl.DataFrame, *roots: pl.Expr, skew: timedelta = timed
     return events.group_by("attempt_id").agg(pl.min_horizontal(*firsts, pl.col("end_ts").first()).alias("_failing"))
 
 
-RECOVERING_CAUSES = ("network.nic_tx_timeout", "network.name_resolution_failed", "network.kernel_table_full")
-"""Causes of faults that pass by themselves (the driver resets a transmit queue that timed
-out, a resolver answers the next query, a full kernel table drops packets only while it is
-full): a job that went on working long after one did not die of it."""
-
-
-def demote_outlived_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: timedelta) -> pl.DataFrame:
+def demote_outlived_roots(
+    events: pl.DataFrame, fail_at_once: timedelta, skew: timedelta, passing: pl.DataFrame
+) -> pl.DataFrame:
     """Root candidates the attempt outlived become ``context``.
 
     One stamped before its attempt started (the ``lookback`` window), and not repeated after
@@ -456,27 +452,31 @@ def demote_outlived_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: t
     within ``fail_at_once`` of its start: a GPU that fell off the bus before the job landed
     fails it at once. An attempt that ran longer than that had
     working hardware after the event (a link that came back), so for it the event is
-    ``context``. So is a fault of :data:`RECOVERING_CAUSES` during the attempt that started
-    failing more than ``fail_at_once`` after it, when another root candidate stands there
+    ``context``. So is a fault that passes by itself (``passing``: the ``rule_id`` and
+    ``event`` of such outcomes, :meth:`engine.rules.loader.RulePack.passing`) during the
+    attempt that started failing more than ``fail_at_once`` after it, when another root candidate stands there
     (a NIC's transmit queue reset three hours before a CUDA out-of-memory error); with no
     other root, nothing else explains the failure, and the fault stays.
 
-    "Started failing" is the attempt's first cascade, its first root candidate not of those
-    causes stamped after its start, or its end (:func:`failing_since`).
+    "Started failing" is the attempt's first cascade, its first root candidate stamped after
+    its start that does not pass by itself, or its end (:func:`failing_since`).
     """
     if events.is_empty():
         return events
+    events = events.join(passing.select("rule_id", "event", pl.lit(True).alias("_passes")),
+                         on=["rule_id", "event"], how="left", maintain_order="left")
+    passes = pl.col("_passes").fill_null(False)
     root = pl.col("role") == "root_candidate"
     # A flood that went on into the attempt (its last repeat stamped after the start) did
     # not end before it: the fault was still there when the attempt ran.
     repeated_until = pl.coalesce("last_ts", "ts")
     early = root & (pl.col("ts_hi") < pl.col("start_ts") - skew) & (repeated_until < pl.col("start_ts") - skew)
-    recovering = root & ~early & pl.col("cause").is_in(RECOVERING_CAUSES)
+    recovering = root & ~early & passes
     if not events.select((early | recovering).any()).item():
-        return events
+        return events.drop("_passes")
     events = _with_rows(events)
-    # The attempt's other roots: stamped after it started, of none of those causes.
-    standing = root & (pl.col("ts_hi") >= pl.col("start_ts") - skew) & ~pl.col("cause").is_in(RECOVERING_CAUSES)
+    # The attempt's other roots: stamped after it started, of faults that do not pass.
+    standing = root & (pl.col("ts_hi") >= pl.col("start_ts") - skew) & ~passes
     suspects = events.filter(early | recovering)["attempt_id"].unique()
     concerned = events.filter(pl.col("attempt_id").is_in(suspects.implode()))
     failing = failing_since(concerned, standing, skew=skew)
@@ -490,7 +490,7 @@ def demote_outlived_roots(events: pl.DataFrame, fail_at_once: timedelta, skew: t
         concerned.join(failing, on="attempt_id", how="left").join(after, on="attempt_id", how="left")
         .filter((outlived_start | outlived_fault).fill_null(False))["_row"]
     )
-    return with_role(events, events["_row"].is_in(outlived.implode()), "context").drop("_row")
+    return with_role(events, events["_row"].is_in(outlived.implode()), "context").drop("_row", "_passes")
 
 
 CHAIN_HOPS = 3

@@ -487,7 +487,9 @@ def correlate(
     correlated = apply_precedence(correlated, pack.precedence, skew)
     correlated = demote_recovered_outages(correlated, skew)
     correlated = demote_roots_after_the_hang(correlated)
-    correlated = demote_outlived_roots(correlated, timedelta(seconds=config.seconds("fail_at_once")), skew)
+    correlated = demote_outlived_roots(
+        correlated, timedelta(seconds=config.seconds("fail_at_once")), skew, pack.passing()
+    )
     context = RuleContext(attempts=attempts, history=history if history is not None else pl.LazyFrame(),
                           topology=topology if topology is not None else no_topology())
     correlated = restore_orphaned_confirmations(run_python_rules(correlated, pack.python, context))

@@ -2,15 +2,19 @@
 attempt that started failing within ``fail_at_once`` of its start: an XID 79 shortly before
 a job that fails at once is its root; the same XID, or a NIC's transmit timeout, before a
 job that then ran for twenty minutes is context, and so is a transmit timeout during a job
-that ran on for an hour and then failed of something else. Real lines, landed through the Slurm
+that ran on for an hour and then failed of something else, since the pack says such a
+fault passes by itself (``passes``). Real lines, landed through the Slurm
 connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 
+import polars as pl
 import pytest
 
+from engine.relabel import demote_outlived_roots
+from engine.rules.loader import load_rule_pack
 from tests.end_to_end import CUDA_OOM, ITERATION, XID_79, role_of, syslog, verdicts_by_job
 
 # https://github.com/ntop/PF_RING/issues/74
@@ -75,3 +79,35 @@ def test_a_nic_timeout_a_job_outlived_before_its_own_error_is_context(verdicts):
 def test_a_nic_timeout_with_nothing_else_to_explain_the_failure_stays_the_root(verdicts):
     v = verdicts["814"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.nic_tx_timeout", ["h5"])
+
+
+def test_the_pack_says_which_faults_pass_by_themselves():
+    pairs = set(load_rule_pack().passing().select("rule_id", "event").iter_rows())
+    assert {("fabric.netdev_tx_timeout", "network.nic_tx_timeout"),
+            ("comm.name_resolution", "network.name_resolution_failed"),
+            ("comm.kernel_table_full", "network.kernel_table_full")} <= pairs
+    # Only the resolver's map entry passes: a host name that does not exist stays wrong.
+    assert ("comm.name_resolution", "workload.unknown_host") not in pairs
+
+
+def outlived_events(first: str, later: str) -> pl.DataFrame:
+    """Two roots of one 90-minute attempt: ``first`` (rule id = event) five minutes in,
+    ``later`` at its end."""
+    start = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+    stamps = [start + timedelta(minutes=5), start + timedelta(minutes=90)]
+    return pl.DataFrame({
+        "attempt_id": ["a", "a"], "rule_id": [first, later], "event": [first, later],
+        "role": ["root_candidate"] * 2, "ts": stamps, "ts_hi": stamps, "last_ts": [None, None],
+        "params": ["{}", "{}"], "start_ts": [start] * 2, "end_ts": [stamps[1]] * 2,
+    })
+
+
+def test_only_an_outcome_flagged_as_passing_is_outlived():
+    # The same two roots: the first is demoted only when the pack says its fault passes.
+    events = outlived_events("nic_reset", "cuda_oom")
+    passing = pl.DataFrame({"rule_id": ["nic_reset"], "event": ["nic_reset"], "passes": [True]})
+    relabelled = demote_outlived_roots(events, timedelta(minutes=5), timedelta(seconds=30), passing)
+    assert relabelled["role"].to_list() == ["context", "root_candidate"]
+    assert relabelled.columns == events.columns
+    kept = demote_outlived_roots(events, timedelta(minutes=5), timedelta(seconds=30), passing.clear())
+    assert kept["role"].to_list() == ["root_candidate", "root_candidate"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -91,21 +91,38 @@ class RulePack:
     files: tuple[Path, ...]
     version: str
 
+    def _outcomes(self) -> Iterator[tuple[ExtractRule | MetricRule, model.Outcome]]:
+        """``(rule, outcome)`` for every extract or metric rule and each entry of its map."""
+        for rule in (*self.extract, *self.metric):
+            yield rule, rule
+            if getattr(rule, "map", None) is not None:
+                for outcome in (*rule.map.table.values(), rule.map.default):
+                    if outcome is not None:
+                        yield rule, outcome
+
+    def _outcome_table(self, flag: str, kept: Callable[[object], bool]) -> pl.DataFrame:
+        """``rule_id``, ``event`` and ``flag`` of each outcome whose value of ``flag`` (its
+        own, else its rule's) ``kept`` accepts, once per rule and event."""
+        rows = []
+        for rule, outcome in self._outcomes():
+            value = getattr(outcome, flag)
+            value = getattr(rule, flag) if value is None else value
+            if kept(value):
+                rows.append({"rule_id": rule.id, "event": outcome.event or rule.event, flag: value})
+        schema = {"rule_id": pl.String, "event": pl.String, flag: pl.String if flag == "names_node" else pl.Boolean}
+        return pl.DataFrame(rows, schema=schema).unique(["rule_id", "event"], keep="first", maintain_order=True)
+
     def node_naming(self) -> pl.DataFrame:
         """``rule_id``, ``event`` and ``names_node`` of every extract or metric outcome
         whose root does not always name its node (:attr:`model.Outcome.names_node`; a map
         entry inherits its rule's value)."""
-        rows = []
-        for rule in (*self.extract, *self.metric):
-            outcomes = [rule]
-            if getattr(rule, "map", None) is not None:
-                outcomes += [o for o in (*rule.map.table.values(), rule.map.default) if o is not None]
-            for outcome in outcomes:
-                names = outcome.names_node or rule.names_node or "always"
-                if names != "always":
-                    rows.append({"rule_id": rule.id, "event": outcome.event or rule.event, "names_node": names})
-        schema = {"rule_id": pl.String, "event": pl.String, "names_node": pl.String}
-        return pl.DataFrame(rows, schema=schema).unique(["rule_id", "event"], keep="first", maintain_order=True)
+        return self._outcome_table("names_node", lambda names: names not in (None, "always"))
+
+    def passing(self) -> pl.DataFrame:
+        """``rule_id``, ``event`` and ``passes`` of every extract or metric outcome whose
+        fault passes by itself (:attr:`model.Outcome.passes`; a map entry inherits its
+        rule's value)."""
+        return self._outcome_table("passes", bool)
 
     @cached_property
     def extraction_digest(self) -> bytes:

@@ -101,6 +101,12 @@ class Outcome(_Strict):
     nodes share (a multi-node NVLink domain's switch trays): the node is named while the
     root's incident (its reports within the clock skew) is on one node, and none is when it
     struck several of the attempt's nodes at once."""
+    passes: bool | None = None
+    """The fault passes by itself (a driver resets a transmit queue that timed out, a
+    resolver answers the next query, a full kernel table drops packets only while it is
+    full): an attempt that went on working long after such a root, and has another root
+    after it, did not die of it (:func:`engine.relabel.demote_outlived_roots`). Unset means
+    false; a map entry inherits its rule's value."""
 
     @field_validator("cause")
     @classmethod
