@@ -286,11 +286,13 @@ def select_root_cause(
 
 def state_table(state_rules) -> pl.DataFrame:
     """One row per normalized state a ``state`` rule covers (the first rule wins):
-    ``state``, ``rule_id``, ``event``, ``domain``, ``cause``, ``action``, ``agrees_with``."""
-    columns = ("rule_id", "event", "domain", "cause", "action")
+    ``state``, ``rule_id``, ``event``, ``domain``, ``cause``, ``action``, ``names_node``,
+    ``agrees_with``."""
+    columns = ("rule_id", "event", "domain", "cause", "action", "names_node")
     return pl.DataFrame(
         [{"state": state, "rule_id": r.id, "event": r.event, "domain": r.domain, "cause": r.cause,
-          "action": r.action, "agrees_with": r.agrees_with} for r in state_rules for state in r.states],
+          "action": r.action, "names_node": r.names_node or "always", "agrees_with": r.agrees_with}
+         for r in state_rules for state in r.states],
         schema={"state": pl.String, **{c: pl.String for c in columns}, "agrees_with": pl.List(pl.String)},
     ).unique("state", keep="first", maintain_order=True)
 
@@ -299,8 +301,8 @@ def state_fallback(attempts: pl.DataFrame, state_rules) -> pl.DataFrame:
     """Per attempt: the cause its scheduler state implies, from the pack's ``state`` rules.
 
     Returns ``attempt_id``, ``state_domain``, ``state_cause``, ``state_action``,
-    ``state_rule_id``, ``state_event``, ``state_agrees_with`` for attempts whose state some
-    rule covers.
+    ``state_names_node``, ``state_rule_id``, ``state_event``, ``state_agrees_with`` for
+    attempts whose state some rule covers.
     """
     table = state_table(state_rules)
     table = table.rename({c: f"state_{c}" for c in table.columns if c != "state"})
@@ -482,8 +484,12 @@ def decide(
         )
 
     # A one-node attempt the scheduler lost to its node (NODE_FAIL, BOOT_FAIL) with no line
-    # saying more had one suspect: its node.
-    state_names_node = by_state & pl.col("state_domain").is_in(INFRASTRUCTURE) & (pl.col("nodes").list.len() == 1)
+    # saying more had one suspect: its node. Not when the state's rule says the node is not
+    # at fault (OUT_OF_MEMORY: the job outgrew its own memory limit).
+    named_by_state = (
+        by_state & pl.col("state_domain").is_in(INFRASTRUCTURE) & (pl.col("nodes").list.len() == 1)
+        & (pl.col("state_names_node") != "never")
+    )
     first_fault = pl.when(log_root).then(pl.col("root_ts")).when(by_state).then(pl.col("end_ts"))
     action = (
         pl.when(log_root & (pl.col("root_action") != "none")).then(pl.col("root_action"))
@@ -500,7 +506,7 @@ def decide(
             pl.col("_cause").alias("cause"),
             pl.when(own_doing).then(pl.lit("workload"))
             .otherwise(pl.col("_domain").replace_strict(RESPONSIBILITY, return_dtype=pl.String)).alias("responsibility"),
-            pl.when(state_names_node).then(pl.col("nodes").cast(pl.List(pl.String)))
+            pl.when(named_by_state).then(pl.col("nodes").cast(pl.List(pl.String)))
             .otherwise(only_failed(suspects("nodes"), empty_str)).alias("culprit_nodes"),
             *(only_failed(suspects(unit), empty_str).alias(f"culprit_{unit}") for unit in ("gpus", "ports")),
             only_failed(pl.col("culprit_ranks"), pl.lit([], dtype=pl.List(pl.Int32)), blames_rank).alias("culprit_ranks"),

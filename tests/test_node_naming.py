@@ -3,7 +3,8 @@ kill names the node, also beside slurmstepd's count of it; a cgroup OOM kill (th
 memory limit) does not, nor does slurmstepd's count alone; a file server
 that one node reports names that node, one that several nodes of the job report (as a root or
 as context), or nodes of other jobs or of none, names none;
-a quota names no node. Also: a contained ECC error (XID 94) before the attempt started is the
+a quota names no node, nor does an OUT_OF_MEMORY state alone or a worker's SIGKILL
+with no kernel report. Also: a contained ECC error (XID 94) before the attempt started is the
 previous job's. Landed through the Slurm connector and the files landing, attributed by a
 run."""
 
@@ -35,6 +36,9 @@ CEPH_MON_LOST = "libceph: mon2 (1)10.0.0.247:6789 session lost, hunting for new 
 # https://github.com/aws/aws-parallelcluster/issues/2701
 LUSTRE_LOST = ("Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection to no2zxbmv-MDT0000 (at 10.0.47.232@tcp) "
                "was lost; in progress operations using this service will wait for recovery to complete")
+# https://github.com/zai-org/ChatGLM2-6B/issues/520 (torchelastic's report of a worker SIGKILLed)
+SIGKILLED = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
+             "(pid: 31631) of binary: /usr/bin/python3")
 # https://github.com/akash-network/support/issues/244
 XID_94 = "NVRM: Xid (PCI:0000:00:08): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No"
 
@@ -51,6 +55,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 609|609|train|carol|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n12|gres/gpu=8,node=1
 610|610|train|dave|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|Orion-01-[01-02]|gres/gpu=16,node=2
 611|611|train|erin|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n13|gres/gpu=8,node=1
+612|612|train|frank|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n15|gres/gpu=8,node=1
+613|613|train|frank|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n16|gres/gpu=8,node=1
 """
 
 
@@ -91,6 +97,9 @@ def verdicts(tmp_path_factory):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     (logs / "slurm-604.out").write_text(f"[2026-11-20 10:29:00,000] {QUOTA}\n")
     (logs / "slurm-605.out").write_text(f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
+    # 612 left no line anywhere; 613's node logged nothing of the kill.
+    (logs / "n16.log").write_text(syslog("n16", ("10:00:01", ALIVE)))
+    (logs / "slurm-613.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n[2026-11-20 10:29:00,000] {SIGKILLED}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -107,6 +116,18 @@ def test_an_oom_kill_the_job_must_fix_is_the_workloads_responsibility(verdicts, 
     # The domain says where it happened (host memory); the rule's action says whose fix it is.
     v = verdicts[job]
     assert (v["domain"], v["recommended_action"], v["responsibility"]) == ("host", "fix_workload", "workload")
+
+
+def test_an_oom_state_alone_names_no_node(verdicts):
+    # Slurm's OUT_OF_MEMORY is the job's cgroup reaching its limit: not the node's fault.
+    v = verdicts["612"]
+    assert (v["cause"], v["culprit_nodes"]) == ("host.oom_killer", [])
+
+
+def test_a_worker_killed_by_sigkill_names_no_node(verdicts):
+    # The signal alone cannot tell the node's memory from the job's own limit.
+    v = verdicts["613"]
+    assert (v["cause"], v["culprit_nodes"]) == ("host.oom_killer", [])
 
 
 def test_a_file_server_outage_stays_the_infrastructures(verdicts):
