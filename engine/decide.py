@@ -421,11 +421,14 @@ def decide(
         .with_columns(
             failed=pl.col("state").is_in(FAILED_STATES),
             # A root that is only the scheduler's own teardown (a requeue or cancel banner)
-            # of an attempt Slurm recorded as lost to its node yields to that state; so does
-            # a cancellation that gives no reason (slurmstepd's bare "CANCELLED AT" banner)
-            # to a scheduler state that does (DEADLINE, TIMEOUT, PREEMPTED).
+            # of an attempt Slurm recorded as lost to its node yields to that state, unless
+            # the state's rule agrees with it (someone set the node DOWN: NODE_FAIL is what
+            # follows); so does a cancellation that gives no reason (slurmstepd's bare
+            # "CANCELLED AT" banner) to a scheduler state that does (DEADLINE, TIMEOUT,
+            # PREEMPTED).
             has_root=pl.col("root_event_id").is_not_null()
-            & ~((pl.col("domain") == "scheduler") & pl.col("state_domain").is_in(INFRASTRUCTURE)).fill_null(False)
+            & ~((pl.col("domain") == "scheduler") & pl.col("state_domain").is_in(INFRASTRUCTURE)
+                & ~pl.col("state_agrees_with").list.contains(pl.col("cause"))).fill_null(False)
             & ~((pl.col("cause") == REASONLESS_CANCEL) & (pl.col("state_domain") == "scheduler")
                 & (pl.col("state_cause") != REASONLESS_CANCEL)).fill_null(False),
             has_fallback=pl.col("state_cause").is_not_null(),

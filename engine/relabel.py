@@ -25,8 +25,10 @@ SCOPE_KEYS = {
     "node": ["attempt_id", "node"],
     "gpu": ["attempt_id", "node", "gpu"],
     "port": ["attempt_id", "node", "port"],
+    "line": ["attempt_id", "origin"],
 }
-"""The columns two events must share to be in one rule ``scope``."""
+"""The columns two events must share to be in one rule ``scope`` (``line``: two rules'
+events of one log line)."""
 
 
 def selector_expr(selector: Selector) -> pl.Expr:
@@ -116,7 +118,7 @@ def _relabel(events: pl.DataFrame, pairs: list[pl.DataFrame], role: str, only_ro
 
 
 PAIR_COLUMNS = ["_row", "attempt_id", "node", "gpu", "port", "event_id", "ts", "ts_hi", "end_ts",
-                "event", "domain", "role", "cause", "rule_id"]
+                "event", "domain", "role", "cause", "rule_id", "origin"]
 """The columns :func:`_pairs` reads."""
 
 

@@ -46,7 +46,7 @@ Domain = Literal[
     "gpu", "gpu_memory", "nvlink", "network", "host", "storage", "scheduler", "workload",
     "unknown", "none",
 ]
-Scope = Literal["attempt", "node", "gpu", "port"]
+Scope = Literal["attempt", "node", "gpu", "port", "line"]
 
 ACTIONS = (
     "none", "restart", "fix_workload", "drain_node_and_restart", "reset_gpu_and_restart",

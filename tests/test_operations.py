@@ -1,0 +1,123 @@
+"""Operators and their tools acting on nodes under running jobs, end to end through the
+Slurm connector, the files landing and a run: a node someone set DOWN (slurmctld's
+``update_node`` lines) is the operator's doing, not the node's fault, unless the node
+reported a fault first or NHC gave its failed check as the reason; a slurmd someone
+stopped is the same, while a slurmd restart the job outlived is not its end; an NHC process
+check (a system service not running) does not end a job; and a generic exception does not
+confirm another line's fault because its unknown stamp spans it."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tests.end_to_end import CUDA_OOM, ITERATION, XID_79, role_of, syslog, verdicts_by_job
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+930|930|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:41:12|n[1-2]|gres/gpu=16,node=2
+931|931|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:32:37|n[3-4]|gres/gpu=16,node=2
+932|932|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:50:00|n[5-6]|gres/gpu=16,node=2
+933|933|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T10:06:20|n[7-8]|gres/gpu=16,node=2
+934|934|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T10:30:00|n9|gres/gpu=8,node=1
+935|935|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:41:30|n[10-11]|gres/gpu=16,node=2
+"""
+
+# slurmctld/node_mgr.c update_node(): "%s: node %s reason set to: %s", "… state set to %s".
+CTLD = (
+    # 930: an operator took a healthy node for a reimage.
+    "[2026-11-20T09:41:12.000] update_node: node n2 reason set to: reimage to ubuntu22.04 (mej)\n"
+    "[2026-11-20T09:41:12.000] update_node: node n2 state set to DOWN\n"
+    # 931: NHC's node-mark-offline gave its failed GPU check as the reason (mej/nhc helpers).
+    "[2026-11-20T09:32:37.000] update_node: node n4 reason set to: NHC: check_nv_healthmon:  "
+    "nvidia-smi:  Unable to determine the device handle for GPU 0000:06:00.0: GPU is lost\n"
+    "[2026-11-20T09:32:37.000] update_node: node n4 state set to DOWN\n"
+    # 932: the node lost its GPU, then the operator took it out.
+    "[2026-11-20T09:49:58.000] update_node: node n6 state set to DOWN\n"
+    # 933: slurmd stopped on n8; slurmctld set it down after SlurmdTimeout (ping_nodes.c).
+    "[2026-11-20T10:06:18.000] error: Nodes n8 not responding, setting DOWN\n"
+)
+# slurmstepd's banner of an attempt lost to a node (slurmstepd/req.c), on the batch host.
+NODE_FAILURE_BANNER = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T{clock} DUE TO NODE FAILURE ***\n"
+# sudo's log of the command (sudo lib/eventlog/eventlog.c), and slurmd's last line (slurmd.c).
+SUDO_STOP = "sudo[61022]:    ops2 : TTY=pts/1 ; PWD=/root ; USER=root ; COMMAND=/usr/bin/systemctl stop slurmd"
+SLURMD_DONE = "slurmd[2011]: Slurmd shutdown completing"
+# https://github.com/mej/nhc (its test fixture of check_ps_service's message)
+NHC_SERVICE = ("nhc[5120]: Health check failed:  check_ps_service:  Service chronyd (process chronyd) "
+               "owned by chrony not running; start in progress")
+# https://github.com/kangear/tiny210v2-uboot/issues/5
+NFS_DOWN = "kernel: nfs: server 192.168.1.229 not responding, still trying"
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("operations")
+    logs = root / "logs"
+    logs.mkdir()
+    for job, batch, end in (("930", "n1", "09:41:14"), ("931", "n3", "09:32:39"), ("932", "n5", "09:50:00"),
+                            ("933", "n7", "10:06:20")):
+        (logs / f"slurm-{job}.out").write_text(
+            f"0: [2026-11-20 09:00:00,000] {ITERATION}\n" + NODE_FAILURE_BANNER.format(job=job, node=batch, clock=end))
+    (logs / "n6.log").write_text(syslog("n6", ("09:45:00", f"kernel: {XID_79}")))
+    (logs / "n8.log").write_text(syslog("n8", ("10:00:37", SUDO_STOP), ("10:00:40", SLURMD_DONE)))
+    # 934: slurmd restarted at 08:30 (a package upgrade); the job ran on two hours, then
+    # ran out of GPU memory.
+    (logs / "n9.log").write_text(syslog("n9", ("08:30:00", SLURMD_DONE), ("08:30:02", "slurmd[3012]: slurmd started")))
+    (logs / "slurm-934.out").write_text(f"[2026-11-20 10:00:00,000] {ITERATION}\n[2026-11-20 10:29:50,000] {CUDA_OOM}\n")
+    # 935: rank 0 died of its own KeyError, unstamped after an iteration line at 09:36; NHC
+    # found chronyd down on n11 at 09:38, and n11's NFS client lost its server at 09:39.
+    (logs / "slurm-935.out").write_text(
+        f"0: [2026-11-20 09:36:00,000] {ITERATION}\n"
+        "0: Traceback (most recent call last):\n"
+        "0:   File \"/work/ppo/rollout.py\", line 88, in collect\n"
+        "0: KeyError: 'reward_scores'\n"
+        "0: [2026-11-20 09:41:26,000] srun: error: n10: task 0: Exited with exit code 1\n")
+    (logs / "n11.log").write_text(syslog("n11", ("09:38:00", NHC_SERVICE), ("09:39:00", NFS_DOWN)))
+    ctld = root / "ctld"
+    ctld.mkdir()
+    (ctld / "slurmctld.log").write_text(CTLD)
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), more=((ctld / "slurmctld.log", {"node": "ctl1"}),))
+
+
+def test_a_node_an_operator_set_down_is_the_operators_doing(verdicts):
+    v = verdicts["930"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.node_set_down", [])
+    # Slurm's NODE_FAIL and its banner are what followed, not a rival fault.
+    assert v["quality"] != "ambiguous" and not v["alternatives"]
+    assert role_of(v, "scheduler.slurm_cancelled_node_failure") == "cascade"
+
+
+def test_a_node_nhc_set_down_is_the_check_it_failed(verdicts):
+    v = verdicts["931"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.health_check_failed", ["n4"])
+    assert role_of(v, "scheduler.node_set_down") == "confirmation"
+
+
+def test_a_fault_the_node_reported_before_the_operator_set_it_down_is_the_root(verdicts):
+    v = verdicts["932"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n6"])
+
+
+def test_a_slurmd_someone_stopped_under_a_job_is_the_operators_doing(verdicts):
+    v = verdicts["933"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.slurmd_stopped", [])
+    assert role_of(v, "scheduler.slurmctld_node_not_responding") == "cascade"
+
+
+def test_a_slurmd_restart_the_job_outlived_did_not_end_it(verdicts):
+    v = verdicts["934"]
+    assert (v["domain"], v["cause"]) == ("workload", "workload.cuda_oom")
+    assert role_of(v, "scheduler.slurmd_stopped") == "context"
+
+
+def test_a_service_nhc_found_down_does_not_end_a_job(verdicts):
+    v = verdicts["935"]
+    assert role_of(v, "host.nhc_check_failed") == "context"
+    assert (v["domain"], v["cause"]) != ("host", "host.health_check_failed")
+
+
+def test_an_exception_is_not_the_report_of_another_lines_fault(verdicts):
+    # The KeyError may have been printed any time from 09:36 to 09:41:26: its span covers
+    # the NFS outage on n11, but it is its own failure, not that outage's report.
+    v = verdicts["935"]
+    assert role_of(v, "framework.python_exception") != "confirmation"
