@@ -25,10 +25,8 @@ SCOPE_KEYS = {
     "node": ["attempt_id", "node"],
     "gpu": ["attempt_id", "node", "gpu"],
     "port": ["attempt_id", "node", "port"],
-    "line": ["attempt_id", "origin"],
 }
-"""The columns two events must share to be in one rule ``scope`` (``line``: two rules'
-events of one log line)."""
+"""The columns two events must share to be in one rule ``scope``."""
 
 
 def selector_expr(selector: Selector) -> pl.Expr:
@@ -49,11 +47,12 @@ def selector_expr(selector: Selector) -> pl.Expr:
 
 def _pairs(
     events: pl.DataFrame, first: Selector, second: Selector, scope: str,
-    reach_back: timedelta, reach_ahead: timedelta, skew: timedelta,
+    reach_back: timedelta, reach_ahead: timedelta, skew: timedelta, spans: bool = True,
 ) -> pl.DataFrame:
     """For every event matching ``second``, the earliest other event matching ``first`` in
     the same scope that may lie within ``[ts - reach_back, ts + reach_ahead]`` of it (the
-    bounds allow for events known only within ``[ts, ts_hi]``).
+    bounds allow for events known only within ``[ts, ts_hi]``; without ``spans``, only
+    their stamps, as read or inherited, are compared).
 
     A ``first`` event stamped after its attempt ended (beyond ``skew``) takes no role from
     another: the decision could never pick it as the attempt's root (a node whose clock
@@ -65,19 +64,20 @@ def _pairs(
     (first side).
     """
     keys = SCOPE_KEYS[scope]
+    latest = "ts_hi" if spans else "ts"
     in_time = (pl.col("ts") <= pl.col("end_ts") + skew).fill_null(True)
     # Lazy: only the few columns read are gathered for the rows kept, never the wide rows.
     firsts = (
         events.lazy().filter(selector_expr(first) & in_time)
         .select(keys + [pl.col("event_id").alias("event_id_a"), pl.col("ts").alias("ts_a"),
-                        pl.col("ts_hi").alias("ts_hi_a")])
+                        pl.col(latest).alias("ts_hi_a")])
         .drop_nulls(keys)
         .sort("ts_hi_a", "ts_a", "event_id_a")
         .collect()
     )
     seconds = (
         events.lazy().filter(selector_expr(second))
-        .select(keys + ["_row", "event_id", "ts", "ts_hi", (pl.col("ts") - reach_back).alias("_from")])
+        .select(keys + ["_row", "event_id", "ts", pl.col(latest).alias("ts_hi"), (pl.col("ts") - reach_back).alias("_from")])
         .drop_nulls(keys)
         .sort("_from")
         .collect()
@@ -118,7 +118,7 @@ def _relabel(events: pl.DataFrame, pairs: list[pl.DataFrame], role: str, only_ro
 
 
 PAIR_COLUMNS = ["_row", "attempt_id", "node", "gpu", "port", "event_id", "ts", "ts_hi", "end_ts",
-                "event", "domain", "role", "cause", "rule_id", "origin"]
+                "event", "domain", "role", "cause", "rule_id"]
 """The columns :func:`_pairs` reads."""
 
 
@@ -218,7 +218,7 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: ti
     pairs = []
     for rule, (prefer, over) in zip(rules, sides, strict=True):
         window = timedelta(seconds=parse_duration(rule.window))
-        pairs.append(_pairs(candidates, prefer, over, rule.scope, window, window, skew))
+        pairs.append(_pairs(candidates, prefer, over, rule.scope, window, window, skew, rule.spans))
     return _relabel(events, pairs, "confirmation", only_roots=True)
 
 

@@ -46,7 +46,7 @@ Domain = Literal[
     "gpu", "gpu_memory", "nvlink", "network", "host", "storage", "scheduler", "workload",
     "unknown", "none",
 ]
-Scope = Literal["attempt", "node", "gpu", "port", "line"]
+Scope = Literal["attempt", "node", "gpu", "port"]
 
 ACTIONS = (
     "none", "restart", "fix_workload", "drain_node_and_restart", "reset_gpu_and_restart",
@@ -247,6 +247,11 @@ class PrecedenceRule(_Strict):
     over: Selector
     scope: Scope = "attempt"
     window: Duration
+    spans: bool = True
+    """Whether an unstamped line counts anywhere in its span (up to the next stamped line of
+    its file) when matching the window; ``false`` compares only the stamps the lines read or
+    inherited: for lines printed together, as a traceback and the error it wraps, whose
+    spans would reach an unrelated event minutes later."""
 
 
 
