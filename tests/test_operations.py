@@ -4,7 +4,8 @@ Slurm connector, the files landing and a run: a node someone set DOWN (slurmctld
 reported a fault first or NHC gave its failed check as the reason; a slurmd someone
 stopped is the same, while a slurmd restart the job outlived is not its end; an NHC process
 check (a system service not running) does not end a job; and a generic exception does not
-confirm another line's fault because its unknown stamp spans it."""
+confirm another line's fault because its unknown stamp spans it, while it does confirm the
+one printed with it."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 933|933|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T10:06:20|n[7-8]|gres/gpu=16,node=2
 934|934|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T10:30:00|n9|gres/gpu=8,node=1
 935|935|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:41:30|n[10-11]|gres/gpu=16,node=2
+936|936|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:20:30|n[12-13]|gres/gpu=16,node=2
 """
 
 # slurmctld/node_mgr.c update_node(): "%s: node %s reason set to: %s", "… state set to %s".
@@ -73,6 +75,14 @@ def verdicts(tmp_path_factory):
         "0: KeyError: 'reward_scores'\n"
         "0: [2026-11-20 09:41:26,000] srun: error: n10: task 0: Exited with exit code 1\n")
     (logs / "n11.log").write_text(syslog("n11", ("09:38:00", NHC_SERVICE), ("09:39:00", NFS_DOWN)))
+    # 936: one rank's checkpoint write hit the quota; every rank raised DCP's
+    # CheckpointException around it (torch/distributed/checkpoint/utils.py), one traceback
+    # block under the same inherited stamp.
+    (logs / "slurm-936.out").write_text(
+        f"0: [2026-11-20 09:20:00,000] {ITERATION}\n"
+        "8: [rank8]: OSError: [Errno 122] Disk quota exceeded\n"
+        "0: [rank0]: torch.distributed.checkpoint.api.CheckpointException: CheckpointException ranks:dict_keys([8])\n"
+        "0: [2026-11-20 09:20:25,000] srun: error: n12: task 0: Exited with exit code 1\n")
     ctld = root / "ctld"
     ctld.mkdir()
     (ctld / "slurmctld.log").write_text(CTLD)
@@ -121,3 +131,9 @@ def test_an_exception_is_not_the_report_of_another_lines_fault(verdicts):
     # the NFS outage on n11, but it is its own failure, not that outage's report.
     v = verdicts["935"]
     assert role_of(v, "framework.python_exception") != "confirmation"
+
+
+def test_an_exception_printed_with_an_infrastructure_error_confirms_it(verdicts):
+    v = verdicts["936"]
+    assert (v["domain"], v["cause"]) == ("storage", "storage.quota_exceeded")
+    assert role_of(v, "framework.python_exception") == "confirmation"
