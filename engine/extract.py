@@ -167,9 +167,11 @@ def _build_plan(rule: ExtractRule) -> _RulePlan:
         pl.lit(1, pl.Int64).alias("count"),
         # The lake keeps node names short and in lower case (ingest.lake.Lake._conform).
         (pl.coalesce(short_host(group("node")), pl.col("node")) if rule.subject_node
+         else pl.lit(None, dtype=pl.String) if rule.subject_rank
          else pl.coalesce(pl.col("node"), short_host(group("node")))).alias("node"),
         pl.col("attempt_id"),
-        pl.coalesce(pl.col("rank"), group("rank").cast(pl.Int32, strict=False)).alias("rank"),
+        (pl.coalesce(group("rank").cast(pl.Int32, strict=False), pl.col("rank")) if rule.subject_rank
+         else pl.coalesce(pl.col("rank"), group("rank").cast(pl.Int32, strict=False))).alias("rank"),
         normalize_gpu(group("gpu")).alias("gpu"),
         # ``mlx5_1`` + ``port_num`` 1 (``mlx5_1: Port: 1 Link DOWN``) is port ``mlx5_1:1``.
         pl.when(group("port_num").is_not_null())

@@ -337,6 +337,11 @@ its server after the major timeout (about 180 s with the default ``timeo`` and
 ``retrans``), while the rank writing the checkpoint has been stuck all along."""
 
 
+LATE_ENDS = (REASONLESS_CANCEL, "scheduler.time_limit")
+"""Causes of the scheduler ending a job (a bare cancellation, the time limit) that only
+stopped it, when they came long after its collective hung (:func:`demote_roots_after_the_hang`)."""
+
+
 def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     """An infrastructure root candidate stamped more than :data:`HANG_MARGIN` after the
     collective that timed out began (the latest moment a watchdog cascade can have been
@@ -346,10 +351,11 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     then named by the python rules (``straggler.py``). A workload root printed late stays:
     it may report the stall itself (``DataLoader timed out after 300 seconds``). A report of
     how long the fault had lasted when it was printed (a CPU "stuck for 74s") dates it by
-    its onset (:func:`_onset`). So is a cancellation (``scancel``'s banner,
-    :data:`engine.decide.REASONLESS_CANCEL`) stamped that late: someone stopped a job that
-    was already stuck, and the scheduler's record of it stays the fallback when nothing else
-    explains the hang.
+    its onset (:func:`_onset`). So is a scheduler's end of the job stamped that late
+    (:data:`LATE_ENDS`: ``scancel``'s banner, the time limit's): someone, or the clock,
+    stopped a job that was already stuck (ranks that keep waiting once their watchdog
+    fired, with ``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``, until the limit ends them), and the
+    scheduler's record of it stays the fallback when nothing else explains the hang.
 
     A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
     another node's, or none) stays: that rank is the one the others waited for, and its
@@ -376,7 +382,7 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     most = reporting.group_by("attempt_id").agg(pl.col("_reported").max().alias("_most"))
     candidate = (pl.col("role") == "root_candidate") & (
         (pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("cause").is_in(NOTICED_LATE))
-        | (pl.col("cause") == REASONLESS_CANCEL)
+        | pl.col("cause").is_in(LATE_ENDS)
     )
     waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most"))
     late = (

@@ -1,7 +1,9 @@
 """A checkpoint that could not be written because its filesystem was full reads
 ``storage.disk_full``: torch.save's "file write failed" hides the errno, the ``[Errno 28]``
-the same save raised beside it names it. Real lines, landed through the Slurm connector and
-the files landing, attributed by a run."""
+the same save raised beside it names it. An object store (S3, Google Cloud Storage) that
+throttled or failed the job's requests, or stopped answering them, is storage and names no
+node. Real lines, landed through the Slurm connector and the files landing, attributed by a
+run."""
 
 from __future__ import annotations
 
@@ -58,3 +60,39 @@ def test_a_throttling_object_store_is_storage_and_a_full_node_disk_names_its_nod
     assert (v["631"]["domain"], v["631"]["cause"], v["631"]["culprit_nodes"]) == (
         "storage", "storage.object_store_throttled", [])
     assert (v["632"]["domain"], v["632"]["cause"], v["632"]["culprit_nodes"]) == ("storage", "storage.disk_full", ["f2"])
+
+
+# https://github.com/googleapis/google-cloud-python/issues/10574 (google-api-core's exception
+# for the status), inside PyTorch's re-raise of a DataLoader worker's failure
+# (torch/_utils.py ExceptionWrapper); https://github.com/ThetaTau/CMT/issues/957 (a 429 whose
+# JSON body follows on the next lines); https://github.com/piskvorky/smart_open/issues/312
+# (botocore giving up on the endpoint).
+GCS_503 = ("[rank4]: google.api_core.exceptions.ServiceUnavailable: 503 POST https://storage.googleapis.com/storage/v1/b/"
+           "doc_corpus/o/receipts%2Freceipts%2F1087-receipt.jpg/copyTo/b/doc_corpus/o/receipts%2F1087-receipt%2F")
+GCS_429 = ("[rank0]: TooManyRequests: 429 POST https://storage.googleapis.com/upload/storage/v1/b/theta-tau/o?"
+           "uploadType=multipart&predefinedAcl=publicRead: {\n[rank0]:   \"error\": {\n[rank0]:     \"code\": 429,\n"
+           "[rank0]:   }\n[rank0]: }")
+READ_TIMEOUT = '[rank3]: botocore.exceptions.ReadTimeoutError: Read timeout on endpoint URL: "None"'
+
+STORES = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+633|633|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|f1|gres/gpu=8,node=1
+634|634|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|f2|gres/gpu=8,node=1
+635|635|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|f3|gres/gpu=8,node=1
+"""
+
+
+def test_cloud_object_stores_that_failed_or_throttled_are_storage_and_name_no_node(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "slurm-633.out").write_text(
+        f"[2026-11-20 10:20:00,000] {ITERATION}\n"
+        "[rank4]: RuntimeError: Caught ServiceUnavailable in DataLoader worker process 2.\n"
+        f"[rank4]: Original Traceback (most recent call last):\n{GCS_503}\n")
+    (logs / "slurm-634.out").write_text(f"[2026-11-20 10:20:00,000] {ITERATION}\n{GCS_429}\n")
+    (logs / "slurm-635.out").write_text(f"[2026-11-20 10:20:00,000] {ITERATION}\n{READ_TIMEOUT}\n")
+    v = verdicts_by_job(tmp_path, STORES, logs, date(2026, 11, 20))
+    assert (v["633"]["domain"], v["633"]["cause"], v["633"]["culprit_nodes"]) == (
+        "storage", "storage.object_store_unavailable", [])
+    assert (v["634"]["domain"], v["634"]["cause"]) == ("storage", "storage.object_store_throttled")
+    assert (v["635"]["domain"], v["635"]["cause"], v["635"]["culprit_nodes"]) == (
+        "storage", "storage.object_store_unavailable", [])

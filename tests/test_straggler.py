@@ -1,6 +1,8 @@
 """The ``straggler_rank`` python rule, end to end: when every rank but one reports a NCCL
 watchdog timeout and nothing else explains the failure, a silent rank 0 is the root (its
-own work outlasted the timeout); another silent rank is only named, as context."""
+own work outlasted the timeout); another silent rank is only named, as context. A time
+limit that ended the job long after the collective hung (the watchdog reported and did not
+abort) only stopped it; Gloo's monitored barrier names the rank that never arrived."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 609|609|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:44:05|n[25-26]|gres/gpu=4,node=2
 610|610|train|alice|CANCELLED by 1000|0:15|2026-11-20T10:00:00|2026-11-20T10:44:05|n[27-28]|gres/gpu=4,node=2
 611|611|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[29-30]|gres/gpu=4,node=2
+612|612|train|alice|TIMEOUT|0:0|2026-11-20T09:00:00|2026-11-20T12:40:05|n[31-32]|gres/gpu=4,node=2
+613|613|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[33-34]|gres/gpu=4,node=2
 """
 # The NFS client's report of a server that stopped answering (kangear/tiny210v2-uboot#5),
 # printed once its major timeout ran out.
@@ -82,6 +86,14 @@ def verdicts(tmp_path_factory):
     (logs / "n26.log").write_text(syslog("n26", ("10:29:00", "kernel: ok"), ("10:31:10", SOFT_LOCKUP)))
     (logs / "slurm-610.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
                                         + cancel.format(job=610, node="n27"))
+    # 612: TORCH_NCCL_ASYNC_ERROR_HANDLING=0: ranks 1-3 timed out at 10:40 and kept
+    # waiting; the time limit ended the job two hours later.
+    limit = "slurmstepd: error: *** JOB 612 ON n31 CANCELLED AT 2026-11-20T12:40:00 DUE TO TIME LIMIT ***\n"
+    (logs / "slurm-612.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3)) + limit)
+    # 613: rank 0's monitored barrier (ProcessGroupGloo.cpp) names rank 3, which never came.
+    (logs / "slurm-613.out").write_text(
+        "0: [rank0]:[E1120 10:40:00.402111 1213 ProcessGroupGloo.cpp:2889] [Rank 0]: Rank 3 failed to pass "
+        "monitoredBarrier in 1800000 ms\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
@@ -174,3 +186,15 @@ def test_a_filesystem_reported_lost_after_its_timeout_is_the_hangs_root(verdicts
     that came too late to have hung the job, and not rank 0's own code."""
     v = verdicts["608"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.filesystem_unavailable", [])
+
+
+def test_a_time_limit_long_after_the_hang_only_stopped_the_job(verdicts):
+    v = verdicts["612"]
+    assert (v["domain"], v["cause"], v["culprit_ranks"]) == ("workload", "workload.straggler_rank", [0])
+    assert role_of(v, "scheduler.slurm_cancelled_due_to") == "context"
+
+
+def test_the_monitored_barrier_names_the_rank_that_never_came(verdicts):
+    v = verdicts["613"]
+    named = [e for e in v["evidence"] if e["rule_id"] == "comm.monitored_barrier_missed"]
+    assert [(e["node"], e["rank"]) for e in named] == [(None, 3)]

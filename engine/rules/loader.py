@@ -330,11 +330,12 @@ def _check_extract(node: _Map) -> Iterator[tuple[int, str, str]]:
                 f"map.key '{name}' is not a named group of the regex (groups: {listed})"
                 f" — name a group (?P<{name}>...) or use one of the groups"
             )
-    if node.get("subject_node") is True and "node" not in groups:
-        yield node.key_lines["subject_node"], "subject_node", (
-            f"subject_node needs a named group 'node' in the regex (groups: {listed})"
-            " — name the group that holds the node (?P<node>...)"
-        )
+    for subject in ("node", "rank"):
+        if node.get(f"subject_{subject}") is True and subject not in groups:
+            yield node.key_lines[f"subject_{subject}"], f"subject_{subject}", (
+                f"subject_{subject} needs a named group '{subject}' in the regex (groups: {listed})"
+                f" — name the group that holds the {subject} (?P<{subject}>...)"
+            )
     tests = node.get("tests")
     hits = tests.get("hit") if isinstance(tests, _Map) else None
     for index, case in enumerate(hits if isinstance(hits, _Seq) else []):

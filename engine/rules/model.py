@@ -22,14 +22,16 @@ is one of the kinds below, chosen by its ``kind`` field (a discriminated union):
     Logic YAML cannot express, loaded by path (see :mod:`engine.rules.python_rules`).
 
 Checks that need the rule's YAML positions or another engine (``map.key`` is a named
-group, test ``expect`` fields exist, ``subject_node`` has a ``node`` group, the regex also
+group, test ``expect`` fields exist, ``subject_node`` has a ``node`` group and
+``subject_rank`` a ``rank`` group, the regex also
 compiles in Polars' Rust engine, rule ids are unique, python rule files exist) live in
 :mod:`engine.rules.loader`, which reports them at the right file and line.
 
 Reserved named groups fill the event's location columns: ``gpu`` (PCI address or index),
 ``port`` (HCA port, ``mlx5_0:1`` or ``mlx5_0/1``), ``rank``, ``node`` (a hostname printed in
 the message: it fills in for a line whose writer is unknown, and wins over the writer when
-the rule says ``subject_node``). Every other named group is kept in the event's ``params``.
+the rule says ``subject_node``; likewise ``rank`` with ``subject_rank``). Every other named
+group is kept in the event's ``params``.
 """
 
 from __future__ import annotations
@@ -185,6 +187,11 @@ class ExtractRule(Outcome):
     """The ``node`` group names the node the line is about, which wins over the host that
     wrote it: slurmctld's ``Nodes gpu-d03 not responding`` is about gpu-d03 whether its log
     came from the controller's syslog or was landed with ``--node``."""
+    subject_rank: bool = False
+    """The ``rank`` group names the rank the line is about, which wins over the rank that
+    printed it: a healthy rank's report naming the rank that never joined (PyTorch's desync
+    report, Gloo's monitored barrier). The event's node is then unknown (that rank's, not
+    the writer's)."""
     map: ParamMap | None = None
     dedupe_window: Duration = "5m"
     tests: ExtractTests
