@@ -202,7 +202,8 @@ def _counts(observations: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         .with_columns(pl.lit(None, TS_DTYPE).alias("hour"))
     )
     columns = ["cluster", "node", "source", "hour", "attempt_id", "rows", "day"]
-    return pl.concat([per_hour.select(columns), per_attempt.select(columns)]).collect()
+    # Sorted: the same lines give the same file, however the landing chunked them.
+    return pl.concat([per_hour.select(columns), per_attempt.select(columns)]).sort(columns, nulls_last=True).collect()
 
 
 COUNTS = Derivation("coverage-1", "observations", _counts)
