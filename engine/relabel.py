@@ -462,9 +462,10 @@ def demote_outlived_roots(
     working hardware after the event (a link that came back), so for it the event is
     ``context``. So is a fault that passes by itself (``passing``: the ``rule_id`` and
     ``event`` of such outcomes, :meth:`engine.rules.loader.RulePack.passing`) during the
-    attempt that started failing more than ``fail_at_once`` after it, when another root candidate stands there
-    (a NIC's transmit queue reset three hours before a CUDA out-of-memory error); with no
-    other root, nothing else explains the failure, and the fault stays.
+    attempt that started failing more than ``fail_at_once`` after it, when another root
+    candidate stands there (a NIC's transmit queue reset three hours before a CUDA
+    out-of-memory error); with no other root, nothing else explains the failure, and the
+    fault stays.
 
     "Started failing" is the attempt's first cascade, its first root candidate stamped after
     its start that does not pass by itself, or its end (:func:`failing_since`).

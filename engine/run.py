@@ -202,7 +202,7 @@ def _counts(observations: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         .with_columns(pl.lit(None, TS_DTYPE).alias("hour"))
     )
     columns = ["cluster", "node", "source", "hour", "attempt_id", "rows", "day"]
-    # Sorted: the same lines give the same file, however the landing chunked them.
+    # Sorted: the same lines give the same file (a hash grouping's order is not fixed).
     return pl.concat([per_hour.select(columns), per_attempt.select(columns)]).sort(columns, nulls_last=True).collect()
 
 

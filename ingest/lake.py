@@ -117,8 +117,7 @@ MODE = {
 }
 
 WRITE_THREADS = 2
-"""Partition files written at once (a landing's days, a derived-table replace's): Parquet
-encoding runs on one core per file and releases the GIL."""
+"""Partition files a derived-table replace writes at once."""
 
 PARQUET_OPTIONS = {"compression": "zstd", "compression_level": 3}
 
@@ -580,15 +579,11 @@ class Lake:
         if targets:
             self._write_index(ids.to_frame().join(pl.DataFrame({"file": list(targets)}), how="cross"), journal)
         # 2. The batch's own files (a derivative goes before its file changes and comes
-        #    back after it is written), days in parallel as a derived table's replace.
-        def write(target: tuple[str, pl.DataFrame]) -> None:
-            rel, part = target
+        #    back after it is written).
+        for rel, part in targets.items():
             self._drop_derived(rel)
             self._write(part, table, self.root / rel)
             self._write_derived(rel, derived)
-
-        with ThreadPoolExecutor(WRITE_THREADS) as pool:
-            list(pool.map(write, targets.items()))
         # 3. Take the batch's inputs out of every other file that held them.
         emptied = []
         for rel in sorted(previous):

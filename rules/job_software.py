@@ -1,4 +1,4 @@
-"""A report of the job's software at odds with the node's driver, on every node of a job alike, is the job's.
+"""A driver report on every node of a job alike is the job's software, not the nodes'.
 
 Some lines say the job's own CUDA could not work with the node's driver: CUDA's error 35
 ("CUDA driver version is insufficient for CUDA runtime version"), PyTorch's "The NVIDIA
@@ -11,10 +11,10 @@ lag or lack what their peers have.
 
 On every node of a job of several, with no node saying its own driver is broken or
 missing (the kernel's or NVML's version mismatch, the container hook failing to start
-NVML, ``modprobe`` finding no ``nvidia`` module, Apptainer finding no driver files), the
-nodes agree and the job's build does not fit them: the report becomes the workload's
-(:data:`CAUSE`), and no node is named. A one-node job cannot tell the two apart and keeps
-the node's reading.
+NVML, systemd-modules-load finding no ``nvidia`` module, Apptainer finding no driver
+files), the nodes agree and the job's build does not fit them: the report becomes the
+workload's (:data:`CAUSE`), and no node is named. A one-node job cannot tell the two apart
+and keeps the node's reading.
 
 Declared in ``gpu_health.yaml``. Contract: :mod:`engine.rules.python_rules`.
 """
@@ -28,7 +28,9 @@ JOB_SIDE = ("cuda_driver_too_old", "container_cuda_requirement", "cuda_no_driver
 NODE_SIDE = ("nvml_driver_mismatch", "gpu_init_failed", "nvidia_module_missing", "container_driver_files_missing")
 """Events of the lines in which a node says its own driver is broken or missing."""
 CAUSE = "workload.cuda_newer_than_driver"
+"""The cause such a report takes: the job's CUDA is newer than the driver its nodes run."""
 CAUSES = tuple((CAUSE, "workload", "root_candidate", event) for event in JOB_SIDE)
+"""What the rule may give: its one cause, on the job-side events it relabels."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:

@@ -518,26 +518,6 @@ def test_a_batch_parses_every_file_exactly_as_alone(tmp_path):
     assert batch.observations.height > 30 and batch.rejects.height > 5
 
 
-def test_a_batch_split_into_chunks_parses_as_one_chunk(tmp_path):
-    """A large batch's lines are split into one chunk per core so the parsers' regexes run
-    on every core (``in_chunks``): the rows must come out exactly as from one chunk."""
-    from ingest.files.common import FileBatch, ParseContext, in_chunks, lines_of, read_bytes
-    from ingest.files.read import parse_batch
-
-    files = [p.resolve() for p in fleet_of_formats(tmp_path / "logs")]
-    raws = [read_bytes(p) for p in files]
-    # Enough copies of the formats' files that the batch is split.
-    copies = 3 * 65536 // sum(r.count(b"\n") for r, _ in raws) + 1
-    batch = lines_of(files * copies, [r for r, _ in raws] * copies, [m for _, m in raws] * copies)
-    chunked = FileBatch(in_chunks(batch.lines), batch.files)
-    assert chunked.lines.n_chunks() == max(1, pl.thread_pool_size())
-    ctx = ParseContext(year=None, boot_time=None, default_node="gpu-9", ingest_time=ts(2026, 12, 1, 12))
-    one, split = parse_batch(FileBatch(batch.lines.rechunk(), batch.files), ctx), parse_batch(chunked, ctx)
-    assert split.observations.equals(one.observations)
-    assert split.rejects.equals(one.rejects)
-    assert split.files.equals(one.files)
-
-
 def test_landing_in_several_batches_lands_what_each_file_parses_to(tmp_path, monkeypatch):
     from ingest.files import land
     from ingest.files.read import read_log_file

@@ -100,29 +100,29 @@ class RulePack:
                     if outcome is not None:
                         yield rule, outcome
 
-    def _outcome_table(self, flag: str, kept: Callable[[object], bool]) -> pl.DataFrame:
-        """``rule_id``, ``event`` and ``flag`` of each outcome whose value of ``flag`` (its
-        own, else its rule's) ``kept`` accepts, once per rule and event."""
+    def _outcome_table(self, flag: str, dtype: pl.DataType, kept: Callable[[object], bool]) -> pl.DataFrame:
+        """``rule_id``, ``event`` and ``flag`` (of ``dtype``) of each outcome whose value of
+        ``flag`` (its own, else its rule's) ``kept`` accepts, once per rule and event."""
         rows = []
         for rule, outcome in self._outcomes():
             value = getattr(outcome, flag)
             value = getattr(rule, flag) if value is None else value
             if kept(value):
                 rows.append({"rule_id": rule.id, "event": outcome.event or rule.event, flag: value})
-        schema = {"rule_id": pl.String, "event": pl.String, flag: pl.String if flag == "names_node" else pl.Boolean}
+        schema = {"rule_id": pl.String, "event": pl.String, flag: dtype}
         return pl.DataFrame(rows, schema=schema).unique(["rule_id", "event"], keep="first", maintain_order=True)
 
     def node_naming(self) -> pl.DataFrame:
         """``rule_id``, ``event`` and ``names_node`` of every extract or metric outcome
         whose root does not always name its node (:attr:`model.Outcome.names_node`; a map
         entry inherits its rule's value)."""
-        return self._outcome_table("names_node", lambda names: names not in (None, "always"))
+        return self._outcome_table("names_node", pl.String(), lambda names: names not in (None, "always"))
 
     def passing(self) -> pl.DataFrame:
         """``rule_id``, ``event`` and ``passes`` of every extract or metric outcome whose
         fault passes by itself (:attr:`model.Outcome.passes`; a map entry inherits its
         rule's value)."""
-        return self._outcome_table("passes", bool)
+        return self._outcome_table("passes", pl.Boolean(), bool)
 
     @cached_property
     def extraction_digest(self) -> bytes:

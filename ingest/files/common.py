@@ -226,17 +226,7 @@ def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequ
     )
     counts = frame.filter(pl.col("_blank") & ~pl.col("_end")).group_by("file").agg(pl.len().cast(pl.Int64).alias("blank"))
     files = files.drop("_text").join(counts, on="file", how="left").with_columns(pl.col("blank").fill_null(0))
-    return FileBatch(in_chunks(frame.filter(~pl.col("_blank")).drop("_end", "_blank")), files.sort("file"))
-
-
-def in_chunks(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` split into one chunk per thread of Polars' pool: its element-wise string
-    work (the parsers' regexes) then runs on every core, not on one."""
-    threads = pl.thread_pool_size()
-    if threads < 2 or frame.height < 2 * 65536:
-        return frame
-    size = -(-frame.height // threads)
-    return pl.concat(list(frame.iter_slices(size)), rechunk=False)
+    return FileBatch(frame.filter(~pl.col("_blank")).drop("_end", "_blank"), files.sort("file"))
 
 
 def month_number(name: pl.Expr) -> pl.Expr:
