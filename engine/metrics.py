@@ -33,26 +33,25 @@ _INPUT_COLUMNS = {
 }
 
 
-def _fires(rule: MetricRule) -> pl.Expr:
-    value, previous = pl.col("value"), pl.col("_previous")
-    threshold = pl.lit(rule.threshold)
-    if rule.condition == "increase":
-        return previous.is_not_null() & (value - previous > threshold)
-    if rule.condition == "above":
-        return (value > threshold) & (previous.is_null() | (previous <= threshold))
-    if rule.condition == "below":
-        return (value < threshold) & (previous.is_null() | (previous >= threshold))
-    return previous.is_not_null() & (value != previous)
-
-
-def _holds(rule: MetricRule) -> pl.Expr | None:
-    """Whether a sample is in the state an ``above``/``below`` rule reports (None for the
+def _holds(rule: MetricRule, column: str = "value") -> pl.Expr | None:
+    """Whether ``column`` is in the state an ``above``/``below`` rule reports (None for the
     rules that fire on one sample)."""
     if rule.condition == "above":
-        return pl.col("value") > pl.lit(rule.threshold)
+        return pl.col(column) > pl.lit(rule.threshold)
     if rule.condition == "below":
-        return pl.col("value") < pl.lit(rule.threshold)
+        return pl.col(column) < pl.lit(rule.threshold)
     return None
+
+
+def _fires(rule: MetricRule) -> pl.Expr:
+    value, previous = pl.col("value"), pl.col("_previous")
+    if rule.condition == "increase":
+        return previous.is_not_null() & (value - previous > pl.lit(rule.threshold))
+    holds = _holds(rule)
+    if holds is not None:
+        # The first sample of a run in the state: the previous one was not (or there is none).
+        return holds & (previous.is_null() | ~_holds(rule, "_previous"))
+    return previous.is_not_null() & (value != previous)
 
 
 def _fired(slim: pl.LazyFrame, rule: MetricRule) -> pl.LazyFrame:
