@@ -18,7 +18,7 @@ node reports (the other node of a two-node job died or hung, and its ranks said 
 had the link between them broken, both would report). Which node has that address is
 read from NCCL's own INFO banners (``Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/IB : Using
 [0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``) and the EFA errors' ``My host id:`` (the benign
-``network.nccl_address`` events' ``addr``), where exactly one node of the attempt printed
+``network.nccl_*address`` events' ``addr``), where exactly one node of the attempt printed
 it; a peer named by its host name (Open MPI's openib BTL prints ``from <host> to: <peer
 host>``) is that node of the attempt. Without either, a node never names its own address:
 when every reporting node but one names the shared peer and that one node names only other
@@ -30,8 +30,8 @@ an OOM kill or a GPU off the bus, which the precedence rules weigh against the r
 The shared end's reports stay root candidates and the other nodes' reports become cascades
 of its first one; a shared end that reported nothing itself (its log lost with it) gets a
 root candidate of its own, of which every report is a cascade; when that silent end's own
-kernel reported a fault of its GPU or host (:data:`LATE_DOMAINS`) before the first report
-can have been printed (its ``ts_hi``: an unstamped report only inherited an earlier stamp,
+kernel reported a fault of its GPU or host, or one of its ranks died of the job's own error
+(:data:`LATE_DOMAINS`), before the first report can have been printed (its ``ts_hi``: an unstamped report only inherited an earlier stamp,
 and a node that shut down at 15:44 is why reports stamped "15:41" failed), or stamped
 after the attempt ended, the reports are that fault's cascades instead. When every reporting
 node names one end nothing maps and several nodes reported nothing, the end is one of them,
@@ -57,15 +57,16 @@ EVENTS = ("network.ib_retry_exceeded", "network.efa_peer_unresponsive", "network
 """The events of a ``with error 12`` / ``status=12`` / ``status number 12`` completion, of
 EFA's unresponsive peer (``fabric.yaml``) and of a NET/Socket connection that timed out
 (``communication.yaml``): a connection's transport retries ran out."""
-BANNER_EVENT = "network.nccl_address"
+BANNER_EVENTS = ("network.nccl_address", "network.nccl_ib_address", "network.nccl_socket_address")
 """NCCL's banners naming the node's address (``benign.yaml``), in ``addr``."""
 RULE_ID = "ib_common_peer"
 SILENT_END_EVENT = "network.ib_common_peer"
-LATE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "host")
+LATE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "host", "workload")
 """The domains of a node's own fault that explain why every connection to it failed: a GPU
-that fell off the bus, an NVLink or host fault. Before the reports, such a fault on the
-silent shared end is why they failed; stamped after the attempt ended, it was seen by a
-clock that runs ahead (its ranks printed nothing to say so): either way its reports'
+that fell off the bus, an NVLink or host fault, or a rank that died of its own error (a
+CUDA OOM, a segfault: its queue pairs closed with it, "a remote process exiting
+prematurely" in NCCL's words). Before the reports, such a fault on the silent shared end is
+why they failed; stamped after the attempt ended, it was seen by a clock that runs ahead (its ranks printed nothing to say so): either way its reports'
 cascades are its, and with no root before the end it is the verdict's, never
 ``definitive``."""
 SCATTERED_EVENT = "network.ib_errors_scattered"
@@ -110,7 +111,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     # The node whose address the shared peer is, where one node of the attempt printed it.
     addresses = (
         events.select("attempt_id", "node", "event", "params")
-        .filter((pl.col("event") == BANNER_EVENT) & pl.col("params").str.contains('"addr"', literal=True))
+        .filter(pl.col("event").is_in(BANNER_EVENTS) & pl.col("params").str.contains('"addr"', literal=True))
         .select("attempt_id", "node", pl.col("params").str.json_path_match("$.addr").alias("_shared"))
         .drop_nulls().unique()
         .filter(pl.len().over("attempt_id", "_shared") == 1)

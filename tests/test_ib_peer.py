@@ -17,7 +17,7 @@ import pytest
 from engine.extract import line_events
 from engine.rules.loader import load_rule_pack
 
-from tests.end_to_end import ITERATION, XID_79, syslog, verdicts_by_job
+from tests.end_to_end import CUDA_OOM, ITERATION, XID_79, syslog, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 800|800|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[1-3]|gres/gpu=24,node=3
@@ -32,6 +32,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 809|809|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[31-33]|gres/gpu=24,node=3
 810|810|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[34-37]|gres/gpu=32,node=4
 811|811|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[38-39]|gres/gpu=16,node=2
+812|812|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[40-42]|gres/gpu=24,node=3
 """
 
 
@@ -146,6 +147,13 @@ def verdicts(tmp_path_factory):
         "process 147865 closing signal SIGTERM\n")
     (logs / "n39.log").write_text(syslog("n39", ("08:30:00", "kernel: ok"), (
         "08:44:12", "kernel: thermal thermal_zone1: x86_pkg_temp: critical temperature reached, shutting down")))
+    # Rank 16 on n42 ran out of GPU memory and died; its queue pairs closed with it, and
+    # the ranks of n40 and n41 that sent to it ran out of retries, naming its address.
+    (logs / "slurm-812.out").write_text(
+        "".join(b + "\n" for b in (bootstrap(0, "n40", "10.22.0.40"), bootstrap(8, "n41", "10.22.0.41"),
+                                    bootstrap(16, "n42", "10.22.0.42")))
+        + f"0: [2026-11-20 08:40:00,000] {ITERATION}\n16: {CUDA_OOM}\n"
+        + "".join(retry_exceeded(*r) + "\n" for r in ((4, "n40", "10.22.0.42"), (12, "n41", "10.22.0.42"))))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -245,3 +253,11 @@ def test_the_silent_ends_own_fault_before_the_reports_could_be_printed_is_their_
     after the silent end shut itself down at 08:44:12, which is why its connections failed."""
     v = verdicts["811"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.thermal_shutdown", ["n39"])
+
+
+def test_a_silent_end_whose_rank_died_of_its_own_error_is_that_errors_cascade(verdicts):
+    """A rank that died of the job's own error closed its connections: its peers' retries
+    ran out on it, and no link or node is to blame."""
+    v = verdicts["812"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
+    assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"cascade"}
