@@ -5,9 +5,14 @@ lines concern every job's processes. Some name the job outright: the OOM killer'
 gives the victim's memory cgroup, which Slurm names after the job
 (``task_memcg=/slurm/uid_1187/job_4410622/step_0/task_0`` under cgroup v1,
 ``/system.slice/slurmstepd.scope/job_4410622/step_0/user/task_0`` under v2), captured as
-``job``. A kill of another job's process is that job's failure, not this attempt's root,
-and so are the lines of the same kill that do not name the job: the victim line, the
-reaper's, names the same pid on the same node within :data:`SAME_KILL`.
+``job``; a system service's process is in its unit's (``/system.slice/fluent-bit.service``),
+captured as ``service`` (not slurmd's, where a job's tasks run without Slurm's cgroup
+plugin). A kill of another job's process is that job's failure, and a kill of a service's
+process (a log shipper, a monitoring agent) the service's, not this attempt's root, and
+so are the lines of the same kill that do not name the job: the victim line, the reaper's,
+names the same pid on the same node within :data:`SAME_KILL`. If the node's memory ran
+short for the job too, the job's own processes are killed in turn, and those kills are
+its root.
 
 An attempt's own job id is :func:`engine.rules.python_rules.attempt_job_id`. Contract: :mod:`engine.rules.python_rules`.
 """
@@ -25,12 +30,16 @@ SAME_KILL = timedelta(minutes=1)
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
-    """Make the events of another job's processes (see the module docstring) ``context``."""
-    named = pl.col("params").str.contains('"job":', literal=True).fill_null(False)
+    """Make the events of another job's or a system service's processes (see the module
+    docstring) ``context``."""
+    params = pl.col("params")
+    named = (params.str.contains('"job":', literal=True) | params.str.contains('"service":', literal=True)).fill_null(False)
     if events.is_empty() or not events.select(named.any()).item():
         return events
     rows = events.with_row_index("_row")
-    foreign = rows.filter(named).filter(param("job") != attempt_job_id()).select(
+    service = param("service")
+    others = (param("job") != attempt_job_id()).fill_null(False) | (service.is_not_null() & ~service.str.starts_with("slurm"))
+    foreign = rows.filter(named).filter(others).select(
         "_row", "attempt_id", "node", "ts", param("pid").alias("_pid")
     )
     if foreign.is_empty():
