@@ -499,11 +499,15 @@ def correlate(
 
 def without_idle_addresses(events: pl.DataFrame) -> pl.DataFrame:
     """``events`` without the benign address banners (the only benign events a run reads,
-    see :func:`engine.extract.line_events`) of attempts where no network root candidate
-    names a peer: only there does a rule map an address back to its node."""
+    see :func:`engine.extract.line_events`) of attempts with no root candidate about the
+    network (the network domain's, or NCCL's invalid usage: a setting naming an interface
+    or network a node may lack): only there does a rule read them, to map a peer's address
+    back to its node (``rules/ib_peer.py``) or to see which nodes got through NCCL's setup
+    (``rules/job_setup.py``)."""
     benign = pl.col("role") == "benign"
-    network = (pl.col("domain") == "network") & (pl.col("role") == "root_candidate") & pl.col("attempt_id").is_not_null()
-    needed = events.select("attempt_id", "domain", "role").filter(network)["attempt_id"].unique()
+    about_network = (pl.col("domain") == "network") | (pl.col("cause") == "workload.nccl_invalid_usage")
+    network = about_network & (pl.col("role") == "root_candidate") & pl.col("attempt_id").is_not_null()
+    needed = events.select("attempt_id", "domain", "cause", "role").filter(network)["attempt_id"].unique()
     return events.filter(~benign | pl.col("attempt_id").is_in(needed.implode()))
 
 

@@ -1,0 +1,111 @@
+"""NCCL's setup read by where it failed, end to end through the Slurm connector, the files
+landing and a run: a queue-pair transition or a network setting that fails on every node of
+a job is the job's configuration; the same failure on some nodes only, while the others
+printed that they got through, is those nodes'."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tests.end_to_end import ITERATION, role_of, verdicts_by_job
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+970|970|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[1-2]|gres/gpu=16,node=2
+971|971|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[3-4]|gres/gpu=16,node=2
+972|972|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[5-7]|gres/gpu=24,node=3
+973|973|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[8-9]|gres/gpu=16,node=2
+974|974|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[10-11]|gres/gpu=16,node=2
+975|975|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[12-13]|gres/gpu=16,node=2
+"""
+
+
+def modify_qp(task: int, node: str) -> str:
+    """NCCL's verbs wrapper failing to move a queue pair on ``node``, as NVIDIA/nccl-tests#185
+    prints it (behind the ``host:pid:tid [dev]`` prefix)."""
+    return (f"{task}: {node}:2152{task}:2152{task} [0] misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed "
+            "with error Network is unreachable")
+
+
+def no_interface(task: int, node: str) -> str:
+    """NCCL finding no interface NCCL_SOCKET_IFNAME names (pytorch/pytorch#29482)."""
+    return f"{task}: {node}:2284{task}:2284{task} [0] bootstrap.cc:37 NCCL WARN Bootstrap : no socket interface found"
+
+
+def ib_not_found(task: int, node: str) -> str:
+    """NCCL told to use IB (``NCCL_NET=IB``) on a node with no HCA it can open: src/net.cc's
+    ``WARN("Error: network %s not found.")`` after ``NET/IB : No device found.``."""
+    return (f"{task}: {node}:4727{task}:4727{task} [0] NCCL INFO NET/IB : No device found.\n"
+            f"{task}: {node}:4727{task}:4727{task} [0] net.cc:1032 NCCL WARN Error: network IB not found.")
+
+
+def bootstrap(task: int, node: str, address: str) -> str:
+    """NCCL's bootstrap banner (NVIDIA/nccl-tests#188): the node found its interface."""
+    return f"{task}: {node}:4551{task}:4551{task} [0] NCCL INFO Bootstrap : Using ibs85f0:{address}<0>"
+
+
+def ib_using(task: int, node: str, address: str) -> str:
+    """NCCL's IB banner (NVIDIA/nccl#1052's shape): the node opened its HCAs."""
+    return (f"{task}: {node}:4551{task}:4551{task} [0] NCCL INFO NET/IB : Using [0]mlx5_4:1/IB [RO]; "
+            f"OOB ibs85f0:{address}<0>")
+
+
+def output(*lines: str) -> str:
+    return f"0: [2026-11-20 10:00:20,000] {ITERATION}\n" + "".join(line + "\n" for line in lines)
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nccl_setup")
+    logs = root / "logs"
+    logs.mkdir()
+    # A GID index no port has: every node fails to move its queue pairs.
+    (logs / "slurm-970.out").write_text(output(modify_qp(0, "q1"), modify_qp(8, "q2")))
+    # One node's port cannot: that node.
+    (logs / "slurm-971.out").write_text(output(bootstrap(0, "q3", "10.9.0.3"), modify_qp(8, "q4")))
+    # q7's interface kept another name after a reimage: q5 and q6 found theirs.
+    (logs / "slurm-972.out").write_text(output(
+        bootstrap(0, "q5", "10.9.0.5"), bootstrap(8, "q6", "10.9.0.6"), no_interface(16, "q7")))
+    # The job named an interface no node has.
+    (logs / "slurm-973.out").write_text(output(no_interface(0, "q8"), no_interface(8, "q9")))
+    # q11 has no HCA NCCL can open; q10 opened its own.
+    (logs / "slurm-974.out").write_text(output(
+        bootstrap(0, "q10", "10.9.0.10"), ib_using(0, "q10", "10.9.0.10"), bootstrap(8, "q11", "10.9.0.11"),
+        ib_not_found(8, "q11")))
+    # q13 found no HCA, and q12 never said it opened one (its bootstrap banner alone says
+    # nothing of IB): nothing shows the setting works anywhere.
+    (logs / "slurm-975.out").write_text(output(
+        bootstrap(0, "q12", "10.9.0.12"), bootstrap(8, "q13", "10.9.0.13"), ib_not_found(8, "q13")))
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+
+
+def test_a_queue_pair_transition_every_node_fails_is_the_jobs_setting(verdicts):
+    v = verdicts["970"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.bad_network_config", [])
+
+
+def test_a_queue_pair_transition_one_node_fails_is_that_nodes(verdicts):
+    v = verdicts["971"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.ib_setup_failed", ["q4"])
+
+
+def test_a_node_missing_the_interface_its_peers_found_is_named(verdicts):
+    v = verdicts["972"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.interface_missing", ["q7"])
+    assert role_of(v, "comm.nccl_no_socket_interface") == "confirmation"
+
+
+def test_an_interface_no_node_has_is_the_jobs_setting(verdicts):
+    v = verdicts["973"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.nccl_invalid_usage", [])
+
+
+def test_a_node_without_the_hca_its_peers_opened_is_named(verdicts):
+    v = verdicts["974"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.interface_missing", ["q11"])
+
+
+def test_no_node_opening_its_hca_leaves_the_setting_the_jobs(verdicts):
+    v = verdicts["975"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.nccl_invalid_usage", [])
