@@ -22,6 +22,14 @@ A node the others waited for that reported its CPUs stuck (soft lockups under a 
 collective and the first timeout (the latest moment it can have been printed; a repeated
 report counts when any of its repeats falls in that wait) hung there: those reports
 become its root candidates.
+
+When every rank timed out, none is missing; but a collective every rank entered still
+waits for the slowest, and a node whose kernel reported tasks blocked for minutes
+(``host.hung_task``, a cascade on its own: a hung filesystem or driver call makes them,
+and names itself) during that wait, the only node of the attempt to do so, was that
+slowest one: thrashing, stalled in the kernel. With nothing else to explain the failure,
+its reports become its root candidates (never ``definitive``: nothing links the timeouts
+to them).
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -43,6 +51,8 @@ TIMEOUT_EVENT = "network.collective_timeout"
 """The event of the watchdog timeout lines (``comm.nccl_watchdog_timeout``)."""
 STALL_CAUSE = "host.cpu_stall"
 """The cause of a node's reports of a CPU stuck in the kernel (``host.yaml``)."""
+HUNG_EVENT = "host.hung_task"
+"""The event of the kernel's report of a task blocked for minutes (``host.yaml``)."""
 
 
 def _world(attempts: pl.DataFrame) -> pl.DataFrame:
@@ -57,7 +67,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Add a straggler event to each attempt without a root whose ranks all reported a
     watchdog timeout but one, or but ranks of one node (a ``workload`` root for rank 0
     alone, ``context`` otherwise), and make the CPU stalls the silent node reported while
-    the others waited its root candidates."""
+    the others waited its root candidates; where every rank timed out, make the hung-task
+    reports of the one node that printed any during the wait its root candidates."""
     if events.is_empty() or context.attempts.is_empty():
         return events
     timeouts = events.filter((pl.col("event") == TIMEOUT_EVENT) & pl.col("rank").is_not_null()).join(
@@ -74,10 +85,10 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     # The ranks of a node are consecutive: sorted, the first and last missing ranks share
     # a node only when all of them do.
     at = pl.col("_missing").list.first() // pl.col("_per_node")
+    world = reported.join(_world(context.attempts), on="attempt_id").with_columns(
+        pl.int_ranges(0, pl.col("_world")).list.set_difference("_reported").list.sort().alias("_missing"))
     missing = (
-        reported.join(_world(context.attempts), on="attempt_id")
-        .with_columns(pl.int_ranges(0, pl.col("_world")).list.set_difference("_reported").list.sort().alias("_missing"))
-        .filter((pl.col("_missing").list.len() > 0) & (at == pl.col("_missing").list.last() // pl.col("_per_node")))
+        world.filter((pl.col("_missing").list.len() > 0) & (at == pl.col("_missing").list.last() // pl.col("_per_node")))
         .select(
             "attempt_id", "_missing",
             pl.col("_missing").list.first().alias("_rank"),
@@ -86,19 +97,16 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
             pl.col("_world"),
         )
     )
-    if missing.is_empty():
-        return events
-    # The first timeout line of each such attempt carries every column; the new event is
-    # built from it. The timeout and the collective's number come from the lines that say
-    # them: not every timeout line does (the watchdog's exception line, printed with the
-    # same stamp, names neither).
+    # The first timeout line of each attempt carries every column; a new event is built
+    # from it. The timeout and the collective's number come from the lines that say them:
+    # not every timeout line does (the watchdog's exception line, printed with the same
+    # stamp, names neither).
     said = timeouts.sort("attempt_id", "ts", "event_id").group_by("attempt_id").agg(
         pl.col("params").str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False).max().alias("_timeout_ms"),
         pl.col("params").str.json_path_match("$.seqnum").drop_nulls().first().alias("_seqnum"),
     )
-    first = (
-        timeouts.join(missing, on="attempt_id")
-        .sort("attempt_id", "ts", "event_id")
+    firsts = (
+        timeouts.sort("attempt_id", "ts", "event_id")
         .group_by("attempt_id", maintain_order=True)
         .first()
         .join(said, on="attempt_id", how="left")
@@ -106,6 +114,17 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     timeout_ms = pl.col("_timeout_ms").fill_null(0)
     # Not before the attempt started: an unstamped timeout line only inherited an earlier stamp.
     began = pl.max_horizontal(pl.col("ts") - pl.duration(milliseconds=timeout_ms), pl.col("start_ts"))
+    # The latest moment the first timeout can have been printed: a timeout line without a
+    # stamp of its own only inherited an earlier one (``ts_hi``).
+    noticed = timeouts.group_by("attempt_id").agg(pl.col("ts_hi").min().alias("_noticed"))
+    everyone = world.filter(pl.col("_missing").list.len() == 0)
+    events = _hung_node_as_root(
+        events, firsts.join(everyone, on="attempt_id", how="semi").select("attempt_id", began.alias("_began"))
+        .join(noticed, on="attempt_id"),
+    )
+    if missing.is_empty():
+        return events
+    first = firsts.join(missing, on="attempt_id")
     seqnum = pl.col("_seqnum").fill_null("?")
     silent = pl.when(pl.col("_alone")).then(pl.concat_str([pl.lit("rank "), pl.col("_rank").cast(pl.String)])).otherwise(
         pl.concat_str([pl.lit("ranks "), pl.col("_missing").cast(pl.List(pl.String)).list.join(","), pl.lit(" of "),
@@ -130,11 +149,31 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         role=pl.when(rank_zero).then(pl.lit("root_candidate")).otherwise(pl.lit("context")),
         action=pl.when(rank_zero).then(pl.lit("fix_workload")).otherwise(pl.lit("investigate")),
     )
-    # The latest moment the first timeout can have been printed: a timeout line without a
-    # stamp of its own only inherited an earlier one (``ts_hi``).
-    noticed = timeouts.group_by("attempt_id").agg(pl.col("ts_hi").min().alias("_noticed"))
     waited = first.select("attempt_id", "_node", began.alias("_began")).join(noticed, on="attempt_id")
     return _stalls_as_roots(pl.concat([events, added]), waited)
+
+
+def _in_wait(reports: pl.DataFrame, waited: pl.DataFrame, on: list[str]) -> pl.DataFrame:
+    """The ``reports`` (with ``_row``) of each attempt of ``waited`` (joined ``on``) that
+    fell between the collective's start (``_began``) and its first timeout (``_noticed``);
+    a flood (one event, its repeats up to ``last_ts``) counts when any of it did."""
+    return reports.join(waited, on=on).filter(
+        (pl.col("ts") <= pl.col("_noticed")) & (pl.coalesce("last_ts", "ts") >= pl.col("_began")))
+
+
+def _hung_node_as_root(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the hung-task reports (:data:`HUNG_EVENT`) of the one node of each
+    attempt of ``waited`` (every rank timed out; when the collective began and when the
+    first timeout was printed) whose kernel reported any during that wait made root
+    candidates."""
+    hung = _in_wait(
+        events.with_row_index("_row").filter((pl.col("event") == HUNG_EVENT) & pl.col("node").is_not_null())
+        .select("_row", "attempt_id", "node", "ts", "last_ts"),
+        waited, ["attempt_id"],
+    ).filter(pl.col("node").n_unique().over("attempt_id") == 1)
+    if hung.is_empty():
+        return events
+    return with_role(events, pl.int_range(events.height, eager=True).is_in(hung["_row"].implode()), "root_candidate")
 
 
 def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame:
@@ -142,14 +181,11 @@ def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame
     reported between the collective's start and its first timeout made root candidates.
     ``waited``: per attempt, the silent node, when the collective began and when the first
     timeout was printed."""
-    stalls = (
+    stalls = _in_wait(
         events.with_row_index("_row")
         .filter((pl.col("cause") == STALL_CAUSE) & (pl.col("role") == "context"))
-        .select("_row", "attempt_id", "node", "ts", "last_ts")
-        .join(waited, left_on=["attempt_id", "node"], right_on=["attempt_id", "_node"])
-        # A flood of stalls (one event, its repeats up to ``last_ts``) counts when any of it
-        # fell in the wait.
-        .filter((pl.col("ts") <= pl.col("_noticed")) & (pl.coalesce("last_ts", "ts") >= pl.col("_began")))
+        .select("_row", "attempt_id", "node", "ts", "last_ts"),
+        waited.rename({"_node": "node"}), ["attempt_id", "node"],
     )
     if stalls.is_empty():
         return events

@@ -2,7 +2,9 @@
 watchdog timeout and nothing else explains the failure, a silent rank 0 is the root (its
 own work outlasted the timeout); another silent rank is only named, as context. A time
 limit that ended the job long after the collective hung (the watchdog reported and did not
-abort) only stopped it; Gloo's monitored barrier names the rank that never arrived."""
+abort) only stopped it; Gloo's monitored barrier names the rank that never arrived; when
+every rank timed out, the one node whose kernel reported tasks hung during the wait is the
+root."""
 
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 611|611|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[29-30]|gres/gpu=4,node=2
 612|612|train|alice|TIMEOUT|0:0|2026-11-20T09:00:00|2026-11-20T12:40:05|n[31-32]|gres/gpu=4,node=2
 613|613|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[33-34]|gres/gpu=4,node=2
+614|614|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[35-36]|gres/gpu=4,node=2
+615|615|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[37-38]|gres/gpu=4,node=2
 """
 # The NFS client's report of a server that stopped answering (kangear/tiny210v2-uboot#5),
 # printed once its major timeout ran out.
@@ -35,6 +39,9 @@ NFS_DOWN = "kernel: nfs: server 192.168.1.229 not responding, still trying"
 # The kernel watchdog's report of a CPU stuck under a minute, as leptonai/gpud's matcher
 # quotes it.
 SOFT_LOCKUP = "kernel: watchdog: BUG: soft lockup - CPU#18 stuck for 27s! [python3:2254956]"
+# The kernel's hung-task report (its format as pop-os/system76-power#179 shows it) of a
+# training process blocked in the kernel.
+HUNG = "kernel: INFO: task python3:47696 blocked for more than 122 seconds."
 # The watchdog line of older PyTorch, without a stamp (https://github.com/aioz-ai/GCD/issues/6).
 OLD_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: "
                "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600099 milliseconds before timing out.")
@@ -94,6 +101,13 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-613.out").write_text(
         "0: [rank0]:[E1120 10:40:00.402111 1213 ProcessGroupGloo.cpp:2889] [Rank 0]: Rank 3 failed to pass "
         "monitoredBarrier in 1800000 ms\n")
+    # 614: every rank timed out; n36's kernel reported its training process blocked while
+    # the others waited (a node thrashing). 615: both nodes did: nothing singles one out.
+    (logs / "slurm-614.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in range(4)))
+    (logs / "n36.log").write_text(syslog("n36", ("10:29:00", "kernel: ok"), ("10:33:00", HUNG)))
+    (logs / "slurm-615.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in range(4)))
+    for node in ("n37", "n38"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:33:00", HUNG)))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
@@ -198,3 +212,14 @@ def test_the_monitored_barrier_names_the_rank_that_never_came(verdicts):
     v = verdicts["613"]
     named = [e for e in v["evidence"] if e["rule_id"] == "comm.monitored_barrier_missed"]
     assert [(e["node"], e["rank"]) for e in named] == [(None, 3)]
+
+
+def test_the_one_node_whose_tasks_hung_while_every_rank_waited_is_the_root(verdicts):
+    v = verdicts["614"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.hung_task", ["n36"])
+    assert v["quality"] == "probable"  # nothing links the timeouts to it
+
+
+def test_tasks_hung_on_every_node_single_none_out(verdicts):
+    v = verdicts["615"]
+    assert (v["cause"], v["culprit_nodes"]) == ("unknown.symptoms_only", [])
