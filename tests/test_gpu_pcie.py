@@ -2,7 +2,8 @@
 the XID is the root and the AER line its confirmation (``precedence.xid_over_gpu_pcie_error``);
 so is a fatal error the root port above it logged seconds before (``port_aer.py``);
 on another device (a NIC's own function), or a minute before, the AER line stays a root
-of its own. Landed through the Slurm connector
+of its own. A non-fatal error the job ran on long after, failing of something else, passed.
+Landed through the Slurm connector
 and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job
+from tests.end_to_end import CUDA_OOM, ITERATION, XID_79, role_of, syslog, verdicts_by_job
 
 # The nvidia driver's AER line (https://wenku.csdn.net/answer/26sjj6j1cb prints its
 # Correctable form) with the uncorrected severity aer.c prints.
@@ -22,6 +23,9 @@ AER_PORT = ("kernel: pcieport 0000:00:02.0: PCIe Bus Error: severity=Uncorrected
 # The pack's e1000e test line's fatal form, on the HCA's function.
 AER_NIC_FATAL = ("kernel: mlx5_core 0000:41:00.0: AER: PCIe Bus Error: severity=Uncorrected (Fatal), "
                  "type=Transaction Layer, (Requester ID)")
+# minisforum-docs/MS-02-Ultra#10: a chipset root port's non-fatal error.
+AER_CHIPSET = ("kernel: pcieport 0000:80:1b.4: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), "
+               "type=Transaction Layer, (Receiver ID)")
 AER_NIC = "kernel: mlx5_core 0000:41:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)"
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
@@ -30,6 +34,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 802|802|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g3|gres/gpu=8,node=1
 803|803|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g4|gres/gpu=8,node=1
 804|804|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g5|gres/gpu=8,node=1
+805|805|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g6|gres/gpu=8,node=1
+806|806|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g7|gres/gpu=8,node=1
 """
 
 
@@ -44,8 +50,14 @@ def verdicts(tmp_path_factory):
     # A minute apart: two faults, not one.
     (logs / "g4.log").write_text(syslog("g4", ("10:19:00", AER_PORT), ("10:20:01", f"kernel: {XID_79}")))
     (logs / "g5.log").write_text(syslog("g5", ("10:20:00", AER_NIC_FATAL), ("10:20:02", f"kernel: {XID_79}")))
-    for job in ("800", "801", "802", "803", "804"):
+    # 805 ran on 23 minutes after the chipset's non-fatal error and ran out of GPU memory;
+    # 806 failed with nothing else to say why.
+    for node in ("g6", "g7"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:05:00", AER_CHIPSET),
+                                                 ("10:05:00", "kernel: pcieport 0000:80:1b.4: AER: device recovery successful")))
+    for job in ("800", "801", "802", "803", "804", "806"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
+    (logs / "slurm-805.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n[2026-11-20 10:28:00,000] {CUDA_OOM}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -68,3 +80,14 @@ def test_a_gpu_lost_seconds_after_its_root_ports_fatal_error_is_the_root(verdict
 
 def test_a_nics_own_fatal_error_before_a_gpu_loss_stays_a_root(verdicts):
     assert role_of(verdicts["804"], "pcie_aer_bus_error") == "root_candidate"
+
+
+def test_a_recovered_non_fatal_error_the_job_outlived_is_context(verdicts):
+    v = verdicts["805"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
+    assert role_of(v, "pcie_aer_bus_error") == "context"
+
+
+def test_a_non_fatal_error_with_nothing_else_stays_the_root(verdicts):
+    v = verdicts["806"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.pcie_uncorrected_error", ["g7"])
