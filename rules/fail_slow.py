@@ -15,6 +15,11 @@ attempt's run time: a sustained slowdown, not a throttle in passing. No error li
 and the time limit may have been too short anyway, so the verdict cannot be corroborated
 by the state and stays ``probable``. The GPU index DCGM names (``dcgm_gpu``) fills the
 event's GPU where the line gave none.
+
+A GPU whose PCIe link the kernel reported trained narrower than the GPU can run
+(``pcie_bandwidth_limited`` under the ``nvidia`` driver, x8 of x16) ran slow the whole run:
+the link stays so until the next boot, so the one report is sustained by itself, and it
+becomes the root candidate of such an attempt in the same way.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -34,12 +39,18 @@ MIN_REPORTS = 3
 """Reports of one GPU's slowdown an attempt needs (a flood's repeats count)."""
 MIN_SHARE = 0.5
 """The share of the attempt's run time the reports must span, first to last."""
+NARROW_LINK = (
+    (pl.col("event") == "pcie_bandwidth_limited") & (param("driver") == "nvidia")
+    & (param("width").cast(pl.Int32, strict=False) < param("capable_width").cast(pl.Int32, strict=False))
+).fill_null(False)
+"""A GPU's link trained narrower than it can run (``gpu_health.yaml``)."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Promote the slowdown reports of each timed-out attempt without a root whose one GPU
     was slowed over most of the run to root candidates (see the module docstring)."""
-    slow = pl.col("cause").is_in(SLOWDOWN_CAUSES) & (pl.col("role") == "context") & (pl.col("state") == "timeout")
+    slow = (pl.col("cause").is_in(SLOWDOWN_CAUSES) | NARROW_LINK) & (pl.col("role") == "context") \
+        & (pl.col("state") == "timeout")
     if events.is_empty() or not events.select(slow.any()).item():
         return events
     events = events.with_columns(pl.coalesce(pl.col("gpu"), param("dcgm_gpu")).alias("_gpu"))
@@ -49,12 +60,14 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     sustained = (
         reports.group_by("attempt_id", "node", "_gpu")
         .agg(
+            NARROW_LINK.any().alias("_narrow"),
             pl.col("count").sum().alias("_reports"),
             (pl.col("last_ts").max() - pl.col("ts").min()).alias("_span"),
             runtime.alias("_runtime"),
         )
         .filter(
-            (pl.col("_reports") >= MIN_REPORTS)
+            pl.col("_narrow")
+            | (pl.col("_reports") >= MIN_REPORTS)
             & (pl.col("_span").dt.total_microseconds() >= MIN_SHARE * pl.col("_runtime").dt.total_microseconds())
         )
         .select("attempt_id", "node", "_gpu", pl.lit(True).alias("_sustained"))

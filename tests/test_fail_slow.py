@@ -1,6 +1,7 @@
 """A time-limited job whose one GPU DCGM reported slowed by heat over most of its run is a
 fail-slow GPU (``rules/fail_slow.py``), named as ``probable``, and so is a node whose CPUs
-the kernel reported throttled by heat over most of it; a throttle in passing, or
+the kernel reported throttled by heat over most of it, and a GPU whose link trained
+narrower than it can run; a throttle in passing, a NIC's narrow link, or
 a slowdown beside another root, leaves the verdict alone. Real lines, landed through the
 Slurm connector and the files landing, attributed by a run."""
 
@@ -24,6 +25,10 @@ THERMAL = ("nv-hostengine[33903]: ERROR [1514002:1514004] [[Health]] Detected a 
 TIME_LIMIT = "slurmstepd: error: *** JOB {job} ON f1 CANCELLED AT 2026-11-20T14:00:00 DUE TO TIME LIMIT ***"
 # arch/x86/kernel/cpu/mce/therm_throt.c since 5.5 (throttle_active_work())
 CPU_HOT = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = {n})"
+# The kernel's link notice (__pcie_print_link_status, drivers/pci/pci.c) under the driver
+# bound to the device: a GPU, then an HCA, trained at x8 of x16 when the node booted.
+NARROW = ("kernel: {driver} 0000:5d:00.0: 126.024 Gb/s available PCIe bandwidth, limited by 16.0 GT/s PCIe x8 link "
+          "at 0000:5c:00.0 (capable of 504.112 Gb/s with 32.0 GT/s PCIe x16 link)")
 # https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
 XID_79 = "kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
 
@@ -101,3 +106,14 @@ def test_a_gpu_dcgm_measured_hot_over_most_of_a_timed_out_run_is_its_probable_ro
     v = run_attribution(lake, day, day).verdicts.to_dicts()[0]
     assert (v["domain"], v["cause"], v["quality"]) == ("gpu", "gpu.thermal", "probable")
     assert (v["culprit_nodes"], v["culprit_gpus"]) == (["f2"], ["5"])
+
+
+def test_a_gpu_whose_link_trained_narrow_at_boot_is_a_timed_out_runs_probable_root(tmp_path):
+    v = _verdict(tmp_path, "705", (("09:58:00", NARROW.format(driver="nvidia")),))
+    assert (v["domain"], v["cause"], v["quality"]) == ("host", "host.pcie_link_degraded", "probable")
+    assert v["culprit_nodes"] == ["f2"]
+
+
+def test_a_nics_narrow_link_leaves_the_time_limit(tmp_path):
+    v = _verdict(tmp_path, "706", (("09:58:00", NARROW.format(driver="mlx5_core")),))
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
