@@ -67,8 +67,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         )
         .filter(
             pl.col("_narrow")
-            | (pl.col("_reports") >= MIN_REPORTS)
-            & (pl.col("_span").dt.total_microseconds() >= MIN_SHARE * pl.col("_runtime").dt.total_microseconds())
+            | ((pl.col("_reports") >= MIN_REPORTS)
+               & (pl.col("_span").dt.total_microseconds() >= MIN_SHARE * pl.col("_runtime").dt.total_microseconds()))
         )
         .select("attempt_id", "node", "_gpu", pl.lit(True).alias("_sustained"))
     )

@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 import polars as pl
 
+from engine.config import NODE_LOG_SOURCES
 from engine.rules.python_rules import link_to_roots, new_events
 
 RULE_ID = "job_setup"
@@ -65,14 +66,15 @@ class Step(NamedTuple):
     passed: pl.Expr | None = None
 
 
-
+DRIVER_REPORTS = ("cuda_driver_too_old", "container_cuda_requirement", "cuda_no_driver_found")
+"""Events of the lines that read the node's driver from the job's side (``gpu_health.yaml``)."""
 BANNERS = ("network.nccl_address", "network.nccl_ib_address", "network.nccl_socket_address")
 """NCCL's banners naming the interface a node uses: the bootstrap's, the IB transport's
 (it opened its HCAs), the socket transport's."""
 
 STEPS = (
     Step(
-        reports=pl.col("event").is_in(["cuda_driver_too_old", "container_cuda_requirement", "cuda_no_driver_found"]),
+        reports=pl.col("event").is_in(DRIVER_REPORTS),
         own_fault=pl.col("event").is_in(
             ["nvml_driver_mismatch", "gpu_init_failed", "nvidia_module_missing", "container_driver_files_missing"]),
         everywhere=("workload", "workload.cuda_newer_than_driver", "fix_workload"),
@@ -82,7 +84,7 @@ STEPS = (
         & (pl.col("params").str.json_path_match("$.ibv_call") == "ibv_modify_qp"),
         # The node's kernel or subnet manager saying its port went down: that port, then.
         own_fault=(pl.col("domain") == "network") & (pl.col("role") == "root_candidate")
-        & pl.col("source").is_in(["syslog", "kmsg", "journald"]),
+        & pl.col("source").is_in(NODE_LOG_SOURCES),
         everywhere=("workload", "workload.bad_network_config", "fix_workload"),
     ),
     Step(
@@ -104,8 +106,7 @@ MISSING = ("network", "network.interface_missing", "network.interface_missing", 
 """``(domain, cause, event, action)`` of the root a node that failed a step its peers got
 through is given."""
 CAUSES = (
-    *(("workload.cuda_newer_than_driver", "workload", "root_candidate", event)
-      for event in ("cuda_driver_too_old", "container_cuda_requirement", "cuda_no_driver_found")),
+    *(("workload.cuda_newer_than_driver", "workload", "root_candidate", event) for event in DRIVER_REPORTS),
     ("workload.bad_network_config", "workload", "root_candidate", "network.ibv_call_failed"),
     (MISSING[1], MISSING[0], "root_candidate", MISSING[2]),
 )
