@@ -54,6 +54,11 @@ DEFAULT_ACTION = {
 }
 """Action when the root's rule names none."""
 
+REPLACE_GPU = "replace_gpu"
+"""The action that outranks the root's own when an event of the same incident asks for it: a
+double-bit error (reset the GPU) beside the row remapping that failed to retire its row
+(XID 64: the GPU has no spare rows left) calls for the GPU's replacement."""
+
 ROLE_ORDER = {"root_candidate": 0, "confirmation": 1, "cascade": 2, "context": 3}
 """Which evidence to keep first when an attempt has more events than the limit."""
 REASONLESS_CANCEL = "scheduler.cancelled"
@@ -96,7 +101,8 @@ def select_root_cause(
     lines outside every attempt's window, as the events table keeps them): a shared
     service's other clients include the nodes that ran no job then. Returns one row per
     attempt that has a root candidate: ``root_event_id``, ``root_ts``, ``domain``,
-    ``cause``, ``root_action``, ``culprit_*`` lists, ``root_rows``
+    ``cause``, ``root_action`` (the root's, or :data:`REPLACE_GPU` when an event of the same
+    incident asks for it), ``culprit_*`` lists, ``root_rows``
     (the ``_row`` of the culprit events), ``names_node`` (false when the culprit events'
     rules say the nodes are not at fault: ``naming`` is
     :meth:`engine.rules.loader.RulePack.node_naming`), ``alternatives`` (list of structs)
@@ -235,6 +241,7 @@ def select_root_cause(
             _sorted_unique("port").alias("culprit_ports"),
             _sorted_unique("rank").alias("culprit_ranks"),
             pl.col("_row").alias("root_rows"),
+            (pl.col("action") == REPLACE_GPU).any().alias("_replace"),
             (names == "never").fill_null(False).all().alias("_never"),
             # A fault of a component several nodes share (``one_node``: a multi-node NVLink
             # domain's switch trays) that struck several of them at once is the component's.
@@ -280,7 +287,9 @@ def select_root_cause(
         first.join(culprits, on="attempt_id", how="left")
         .join(alternatives, on="attempt_id", how="left")
         .rename({"root_domain": "domain", "root_cause": "cause"})
-        .drop("root_node", "root_ts_hi", "root_file", "root_line", "root_cluster")
+        .with_columns(pl.when(pl.col("_replace").fill_null(False)).then(pl.lit(REPLACE_GPU))
+                      .otherwise(pl.col("root_action")).alias("root_action"))
+        .drop("root_node", "root_ts_hi", "root_file", "root_line", "root_cluster", "_replace")
     )
 
 

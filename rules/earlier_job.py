@@ -9,7 +9,8 @@ hit and leaves the GPU in service, and a power-off ends the boot the node was in
 before the attempt started, they belong to the job (or the boot) before it: for this
 attempt they are ``context``, never its root. Stamped during it, they are its own, unless
 it went on working for more than :data:`OUTLIVED` after them (started failing later:
-its first cascade, its first other root candidate or confirmation, or its end): then the
+its first cascade other than such an event's own, as the OOM reaper's line, its first
+other root candidate or confirmation, or its end): then the
 process they ended was another job's on a node they shared (an XID 13 of the job on the
 other four GPUs), ``context`` too. So are they when another attempt on the node claims them
 and this one does not: its own process reported the same fault (a CUDA "illegal memory
@@ -91,9 +92,10 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     suspects = events.filter(during & (pl.col("role") == "root_candidate"))["attempt_id"].unique()
     if not suspects.is_empty():
         # Failing: its first cascade, its first other root candidate or confirmation (the
-        # CUDA error a contained ECC error caused), or its end.
+        # CUDA error a contained ECC error caused), or its end; not the kill's own lines (the
+        # reaper's cascade of the OOM kill), which say nothing of the job.
         others = pl.col("role").is_in(["root_candidate", "confirmation"]) & ~bound
-        failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode())), others)
+        failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode()) & ~bound), others)
         # A narrow frame joins the failing times: the wide rows are not copied for a mask.
         outlived = (
             events.select("attempt_id", "ts", during.alias("_during"))

@@ -538,3 +538,19 @@ def test_a_trimmed_evidence_keeps_one_line_of_each_rule_before_a_second_of_any()
     rules = [e["rule_id"] for e in v["a"]["evidence"]]
     assert len(rules) == 10 and {"xid", "lustre"} <= set(rules)
     assert rules.count("wd") == 7  # the state event is the tenth
+
+
+def test_an_event_of_the_incident_asking_for_the_gpus_replacement_sets_the_action():
+    """A double-bit error (reset the GPU) and, in the same second on that GPU, the row
+    remapping that failed (no spare rows left): one incident, and the GPU must go."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1"]})
+    ev = events(
+        {"node": "n1", "event": "xid_48", "domain": "gpu_memory", "cause": "gpu_memory.uncorrectable_ecc", "ts": at(10),
+         "gpu": "0000:3b:00", "action": "reset_gpu_and_restart"},
+        {"node": "n1", "event": "xid_64", "domain": "gpu_memory", "cause": "gpu_memory.row_remap_failure",
+         "ts": at(10), "gpu": "0000:3b:00", "action": "replace_gpu"},
+    )
+    v, _ = verdict(att, ev)
+    assert (v["a"]["cause"], v["a"]["recommended_action"]) == ("gpu_memory.uncorrectable_ecc", "replace_gpu")
+    alone, _ = verdict(att, ev.head(1))
+    assert alone["a"]["recommended_action"] == "reset_gpu_and_restart"

@@ -1,7 +1,8 @@
 """The ``earlier_job_events`` python rule, end to end: OOM kills, XID 13 and power-offs stamped
 before an attempt started are the previous job's or boot's, never this attempt's root;
-stamped during it, they still are; a GPU fault another job on the node reported, and this
-one did not, is that job's. Real lines, landed through the Slurm connector and the files
+stamped during it, they still are, unless the job ran on long after them (the kill's own
+reaper line does not say it stopped); a GPU fault another job on the node reported, and
+this one did not, is that job's. Real lines, landed through the Slurm connector and the files
 landing, attributed by a run."""
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 515|515|pre|kim|FAILED|1:0|2026-11-20T10:30:00|2026-11-20T10:30:30|n11|gres/gpu=8,node=1
 516|516|ft|lea|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:30|n12|gres/gpu=4,node=1
 517|517|ft|max|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:40|n12|gres/gpu=4,node=1
+518|518|train|ned|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:50:00|n13|gres/gpu=8,node=1
 """
 # pytorch/pytorch#51382's wording of the fault XID 13 reports, as carol's rank prints it.
 ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -96,6 +98,14 @@ def verdicts(tmp_path_factory):
     (logs / "n12.log").write_text(syslog("n12", ("10:06:00", f"kernel: {XID_48}")))
     (logs / "slurm-516.out").write_text(f"[2026-11-20 10:06:00,000] step 5\n[rank0]: {CUDA_OOM}\n")
     (logs / "slurm-517.out").write_text(f"[2026-11-20 10:06:00,000] step 5\n[rank0]: {ECC_ERROR}\n")
+    # n13's kernel killed a monitoring agent (no cgroup named) 34 minutes before ned's job
+    # ran out of GPU memory: the victim line and the reaper's (mm/oom_kill.c).
+    (logs / "n13.log").write_text(syslog(
+        "n13", ("10:10:00", "kernel: Out of memory: Killed process 2110 (node_exporter) total-vm:1130073kB, "
+                            "anon-rss:524288kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:4157kB oom_score_adj:0"),
+        ("10:10:00", "kernel: oom_reaper: reaped process 2110 (node_exporter), now anon-rss:0kB, file-rss:0kB, "
+                     "shmem-rss:0kB")))
+    (logs / "slurm-518.out").write_text(f"[2026-11-20 10:05:00,000] {ITERATION}\n[2026-11-20 10:44:00,000] {CUDA_OOM}\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -170,3 +180,8 @@ def test_running_out_of_memory_beside_a_neighbours_gpu_fault_is_the_jobs_own(ver
     memory on its own."""
     assert (verdicts["517"]["domain"], verdicts["517"]["culprit_nodes"]) == ("gpu_memory", ["n12"])
     assert (verdicts["516"]["cause"], verdicts["516"]["culprit_nodes"]) == ("workload.cuda_oom", [])
+
+
+def test_an_oom_kill_the_job_ran_on_long_after_is_not_its_root(verdicts):
+    v = verdicts["518"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
