@@ -1,7 +1,8 @@
 """Hardware errors as arm64 servers (Grace Hopper) and firmware-first platforms report them,
 end to end: a fatal APEI record, an external abort that killed a rank, an uncorrectable
 DRAM error the kernel recovered from without harm, a C2C error the link corrected, and
-the node's MPS daemon crashing under its clients. Real line formats (kernel sources,
+the node's MPS daemon crashing under its clients, the IOMMU refusing an HCA's DMA mid-run
+(and a fault left at boot, which a long run outlived). Real line formats (kernel sources,
 NVIDIA's catalog), landed through the Slurm connector and the files landing, attributed
 by a run."""
 
@@ -19,7 +20,14 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 602|602|train|alice|NODE_FAIL|0:0|2026-11-20T10:00:00|2026-11-20T10:25:00|g[4-5]|gres/gpu=8,node=2
 603|603|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g6|gres/gpu=4,node=1
 604|604|infer|bob|FAILED|1:0|2026-11-20T10:05:00|2026-11-20T10:06:00|g7|gres/mps=50,node=1
+605|605|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g[8-9]|gres/gpu=8,node=2
+606|606|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:45:00|g10|gres/gpu=4,node=1
 """
+# drivers/iommu/intel/dmar.c's fault report (opencomputeproject/OpenNetworkLinux#897's
+# line), here for the HCA at c1:00.0, and the same report left by firmware at boot.
+DMAR = "kernel: [ 8102.868940] DMAR: [DMA Write NO_PASID] Request device [c1:00.0] fault addr 0x0 [fault reason 0x05] PTE Write access is not set"
+DMAR_BOOT = ("kernel: [    0.361089] DMAR: [DMA Read NO_PASID] Request device [00:02.0] fault addr 0x7cd80000 "
+             "[fault reason 0x01] Present bit in root entry is clear")
 # drivers/edac/ghes_edac.c and mm/memory-failure.c: a UE in a free page, handled.
 EDAC_UE = "EDAC MC2: 1 UE multi-bit ECC on unknown memory (node:0 card:0 module:0 rank:0 page:0xc17a9e offset:0x0)"
 RECOVERED = "Memory failure: 0xc17a9e: recovery action for free buddy page: Recovered"
@@ -70,6 +78,14 @@ def verdicts(tmp_path_factory):
     # 604: g7's MPS control daemon crashed before the job started; its client could not connect.
     (logs / "g7.log").write_text(syslog("g7", ("10:03:10", f"kernel: {MPS_SEGFAULT}"), ("10:05:30", ALIVE)))
     (logs / "slurm-604.out").write_text(f"0: [2026-11-20 10:05:20,000] {MPS_CLIENT}\n")
+    # 605: g9's HCA lost its DMA at 10:12; every rank timed out ten minutes later.
+    (logs / "g8.log").write_text(syslog("g8", ("10:05:00", ALIVE), ("10:25:00", ALIVE)))
+    (logs / "g9.log").write_text(syslog("g9", ("10:05:00", ALIVE), ("10:12:00", DMAR), ("10:25:00", ALIVE)))
+    (logs / "slurm-605.out").write_text(
+        f"0: [2026-11-20 10:11:00,000] {ITERATION}\n" + "".join(watchdog_timeout(r, "10:22:00") + "\n" for r in range(8)))
+    # 606: g10 booted at 09:50 with a fault firmware left; the job ran out of memory at 10:40.
+    (logs / "g10.log").write_text(syslog("g10", ("09:50:00", DMAR_BOOT), ("10:05:00", ALIVE), ("10:44:00", ALIVE)))
+    (logs / "slurm-606.out").write_text(f"0: [2026-11-20 10:10:00,000] {ITERATION}\n0: [2026-11-20 10:40:00,000] {CUDA_OOM}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -97,3 +113,13 @@ def test_the_nodes_mps_daemon_crashing_fails_its_clients(verdicts):
     v = verdicts["604"]
     assert (v["domain"], v["culprit_nodes"]) == ("host", ["g7"])
     assert v["cause"] in ("host.daemon_crash", "host.mps_unavailable")
+
+
+def test_the_iommu_refusing_a_devices_dma_is_its_nodes_fault(verdicts):
+    v = verdicts["605"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.iommu_fault", ["g9"])
+
+
+def test_a_dma_fault_left_at_boot_is_not_a_long_runs_root(verdicts):
+    v = verdicts["606"]
+    assert (v["domain"], v["cause"]) == ("workload", "workload.cuda_oom")
