@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from tests.end_to_end import ALIVE, ITERATION, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, CUDA_OOM, ITERATION, syslog, verdicts_by_job
 
 # https://github.com/SWivid/F5-TTS/issues/458
 WRITE_FAILED = ("[rank0]: RuntimeError: [enforce fail at inline_container.cc:778] . PytorchStreamWriter failed "
@@ -78,6 +78,7 @@ STORES = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocT
 633|633|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|f1|gres/gpu=8,node=1
 634|634|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|f2|gres/gpu=8,node=1
 635|635|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|f3|gres/gpu=8,node=1
+636|636|train|alice|FAILED|1:0|2026-11-20T09:00:00|2026-11-20T10:30:00|f4|gres/gpu=8,node=1
 """
 
 
@@ -90,9 +91,15 @@ def test_cloud_object_stores_that_failed_or_throttled_are_storage_and_name_no_no
         f"[rank4]: Original Traceback (most recent call last):\n{GCS_503}\n")
     (logs / "slurm-634.out").write_text(f"[2026-11-20 10:20:00,000] {ITERATION}\n{GCS_429}\n")
     (logs / "slurm-635.out").write_text(f"[2026-11-20 10:20:00,000] {ITERATION}\n{READ_TIMEOUT}\n")
+    # 636 caught a checkpoint upload's timeout at 09:30, retried, trained on, and ran out of
+    # GPU memory an hour later: the store's hiccup passed.
+    (logs / "slurm-636.out").write_text(
+        f"[2026-11-20 09:29:00,000] {ITERATION}\n{READ_TIMEOUT}\n[2026-11-20 09:31:00,000] {ITERATION}\n"
+        f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
     v = verdicts_by_job(tmp_path, STORES, logs, date(2026, 11, 20))
     assert (v["633"]["domain"], v["633"]["cause"], v["633"]["culprit_nodes"]) == (
         "storage", "storage.object_store_unavailable", [])
     assert (v["634"]["domain"], v["634"]["cause"]) == ("storage", "storage.object_store_throttled")
     assert (v["635"]["domain"], v["635"]["cause"], v["635"]["culprit_nodes"]) == (
         "storage", "storage.object_store_unavailable", [])
+    assert (v["636"]["domain"], v["636"]["cause"]) == ("workload", "workload.cuda_oom")
