@@ -91,11 +91,11 @@ def test_cloud_object_stores_that_failed_or_throttled_are_storage_and_name_no_no
         f"[rank4]: Original Traceback (most recent call last):\n{GCS_503}\n")
     (logs / "slurm-634.out").write_text(f"[2026-11-20 10:20:00,000] {ITERATION}\n{GCS_429}\n")
     (logs / "slurm-635.out").write_text(f"[2026-11-20 10:20:00,000] {ITERATION}\n{READ_TIMEOUT}\n")
-    # 636 caught a checkpoint upload's timeout at 09:30, retried, trained on, and ran out of
-    # GPU memory an hour later: the store's hiccup passed.
+    # 636 caught a checkpoint upload's timeout at 09:30 (logged with its stamp), retried,
+    # trained on, and ran out of GPU memory an hour later: the store's hiccup passed.
     (logs / "slurm-636.out").write_text(
-        f"[2026-11-20 09:29:00,000] {ITERATION}\n{READ_TIMEOUT}\n[2026-11-20 09:31:00,000] {ITERATION}\n"
-        f"[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
+        f"[2026-11-20 09:29:00,000] {ITERATION}\n[2026-11-20 09:30:00,000][ckpt][WARNING] - upload failed, retrying: "
+        f"{READ_TIMEOUT.removeprefix('[rank3]: ')}\n[2026-11-20 10:29:00,000] {CUDA_OOM}\n")
     v = verdicts_by_job(tmp_path, STORES, logs, date(2026, 11, 20))
     assert (v["633"]["domain"], v["633"]["cause"], v["633"]["culprit_nodes"]) == (
         "storage", "storage.object_store_unavailable", [])
