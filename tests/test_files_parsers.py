@@ -478,6 +478,20 @@ def test_nul_bytes_are_replaced_in_valid_and_invalid_utf8(tmp_path):
     assert both == ["kernel: a \ufffd b", "kernel: c \ufffd d"]
 
 
+def test_a_line_redrawn_with_carriage_returns_keeps_what_a_terminal_shows(tmp_path):
+    """tqdm redraws its bar with ``\\r`` (github.com/tqdm/tqdm: ``fp.write('\\r' + s)``) and
+    never ends the line until it closes: an error printed right after the last redraw is
+    the line's end, and its stamp, not the bar's first state, is the line's. srun's label
+    and torchrun's tag at the start of the physical line stay; CRLF only loses its ``\\r``."""
+    from ingest.files.common import lines_of
+
+    bar = "".join(f"\r{p:3d}%|{'#' * (p // 10):<10}| {p}/100 [00:{p:02d}<00:00, 3.21it/s]" for p in range(0, 101, 5))
+    error = "[2026-11-20 10:29:00,000] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 29.76 GiB"
+    raw = (f"0: [default0]:{bar}\r{error}\n" + f"1: {bar}\n" + "2: plain line\r\n").encode()
+    assert lines_of(["o"], [raw], [0]).lines["line"].to_list() == [
+        f"0: [default0]:{error}", "1: 100%|##########| 100/100 [00:100<00:00, 3.21it/s]", "2: plain line"]
+
+
 def test_detection_per_format(tmp_path):
     cases = {
         "syslog": [line for line, _ in SYSLOG_3164],

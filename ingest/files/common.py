@@ -190,6 +190,10 @@ def _texts(raws: Sequence[bytes]) -> pl.Series:
 
 ANSI_SGR = r"\x1b\[[0-9;]*m"
 """A terminal's select-graphic-rendition code (colour, bold): ``ESC [ params m``."""
+REDRAWN = r"^((?: *[0-9]+: )?(?:\[[A-Za-z_]+[0-9]+\]:)?)[^\n]*\r([^\r]+)$"
+"""A line redrawn in place with carriage returns (tqdm's progress bar, then whatever the
+program printed after its last redraw): group 1 the ``srun --label`` and torchrun tags the
+line began with, group 2 the text after the last ``\r``, what a terminal shows."""
 
 
 def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequence[int]) -> FileBatch:
@@ -198,7 +202,9 @@ def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequ
     Bytes that are not UTF-8 become U+FFFD, and so do NUL bytes (never meaningful in a log
     line). Terminal colour and style codes (ANSI SGR, ``ESC[1;31m``: loguru's ``colorize``,
     rich's handler, a pty's output) are removed: they split stamps and words apart. Lines
-    split on ``\\n`` only; the ``\\r`` of CRLF is dropped. ``seq`` is the
+    split on ``\\n`` only; the ``\\r`` of CRLF is dropped, and a line redrawn with ``\\r``
+    (a progress bar, the error printed right after its last redraw) keeps what a terminal
+    would show, behind the tags it began with (:data:`REDRAWN`). ``seq`` is the
     1-based physical line number, so ``origin`` points at the right line even when blank
     lines were skipped.
     """
@@ -218,7 +224,10 @@ def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequ
         .explode(["line", "seq"])
     )
     end = (pl.col("seq") == pl.col("_pieces")) & (pl.col("line") == "")
-    line = pl.col("line").str.strip_suffix("\r") if any(b"\r" in raw for raw in raws) else pl.col("line")
+    line = pl.col("line")
+    if any(b"\r" in raw for raw in raws):
+        line = line.str.strip_suffix("\r")
+        line = pl.when(line.str.contains("\r", literal=True)).then(line.str.replace(REDRAWN, "${1}${2}")).otherwise(line)
     if any(b"\x1b[" in raw for raw in raws):  # most batches hold no terminal codes: no copy of every line
         line = line.str.replace_all(ANSI_SGR, "")
     frame = frame.select("file", "seq", line, "mtime", end.alias("_end")).with_columns(
