@@ -33,6 +33,11 @@ one-node job cannot tell the two apart and keeps the extracted reading. Each ste
   setting works on the others: the reporting nodes lack the interface or HCA their peers
   have (renamed after a reimage, the IB driver not loaded). Each gets a root of its own,
   ``network.interface_missing``, of which its reports are confirmations.
+* **The rendezvous** (``communication.yaml``). torchrun's store waits for one agent per
+  node; "Timed out after 901 seconds waiting for clients. 2/4 clients joined." on a job
+  given two nodes, every one of which joined, says the job asked for more nodes than it
+  was given (``--nnodes 4`` on a two-node allocation): ``workload.bad_arguments``, no
+  node, instead of a rendezvous timeout's cascade.
 
 Contract: :mod:`engine.rules.python_rules`.
 """
@@ -44,7 +49,7 @@ from typing import NamedTuple
 import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
-from engine.rules.python_rules import link_to_roots, new_events
+from engine.rules.python_rules import link_to_roots, new_events, param
 
 RULE_ID = "job_setup"
 
@@ -66,6 +71,9 @@ class Step(NamedTuple):
     passed: pl.Expr | None = None
 
 
+STORE_TIMEOUT = "network.store_timeout"
+"""The event of the rendezvous store's timeout (``comm.tcpstore_timeout``): ``joined`` and
+``world_size`` say how many clients came of how many it waited for."""
 DRIVER_REPORTS = ("cuda_driver_too_old", "container_cuda_requirement", "cuda_no_driver_found")
 """Events of the lines that read the node's driver from the job's side (``gpu_health.yaml``)."""
 BANNERS = ("network.nccl_address", "network.nccl_ib_address", "network.nccl_socket_address")
@@ -108,6 +116,7 @@ through is given."""
 CAUSES = (
     *(("workload.cuda_newer_than_driver", "workload", "root_candidate", event) for event in DRIVER_REPORTS),
     ("workload.bad_network_config", "workload", "root_candidate", "network.ibv_call_failed"),
+    ("workload.bad_arguments", "workload", "root_candidate", STORE_TIMEOUT),
     (MISSING[1], MISSING[0], "root_candidate", MISSING[2]),
 )
 """What the rule may give: the job's cause on the reports it relabels, and the root of a node
@@ -120,7 +129,32 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     module docstring)."""
     for step in STEPS:
         events = _read_step(events, context, step)
-    return events
+    return _oversized_rendezvous(events, context)
+
+
+def _oversized_rendezvous(events: pl.DataFrame, context) -> pl.DataFrame:
+    """``events`` with the rendezvous timeouts of attempts whose every node joined while
+    the store waited for more (see the module docstring) made the job's root candidates."""
+    timeout = pl.col("event") == STORE_TIMEOUT
+    if events.is_empty() or not events.select(timeout.any()).item():
+        return events
+    nodes = context.attempts.select("attempt_id", pl.col("nodes").list.unique().list.len().alias("_nodes"))
+    joined = param("joined").cast(pl.Int64, strict=False)
+    oversized = (
+        events.with_row_index("_row").filter(timeout)
+        .join(nodes, on="attempt_id")
+        .filter((joined == pl.col("_nodes")) & (param("world_size").cast(pl.Int64, strict=False) > joined))["_row"]
+    )
+    if oversized.is_empty():
+        return events
+    theirs = pl.int_range(events.height, eager=True).is_in(oversized.implode())
+    return _relabel(events, theirs, role="root_candidate", domain="workload", cause="workload.bad_arguments",
+                    action="fix_workload")
+
+
+def _relabel(events: pl.DataFrame, mask: pl.Expr | pl.Series, **outcome: str) -> pl.DataFrame:
+    """``events`` with the columns of ``outcome`` set to its values on the rows ``mask`` selects."""
+    return events.with_columns(pl.when(mask).then(pl.lit(v)).otherwise(pl.col(c)).alias(c) for c, v in outcome.items())
 
 
 def _read_step(events: pl.DataFrame, context, step: Step) -> pl.DataFrame:
@@ -171,8 +205,4 @@ def _everywhere(events: pl.DataFrame, reported: pl.Expr, nodes: pl.DataFrame, st
     )["attempt_id"]
     domain, cause, action = step.everywhere
     theirs = reported & pl.col("attempt_id").is_in(everywhere.implode())
-    return events.with_columns(
-        pl.when(theirs).then(pl.lit(domain)).otherwise("domain").alias("domain"),
-        pl.when(theirs).then(pl.lit(cause)).otherwise("cause").alias("cause"),
-        pl.when(theirs).then(pl.lit(action)).otherwise("action").alias("action"),
-    )
+    return _relabel(events, theirs, domain=domain, cause=cause, action=action)

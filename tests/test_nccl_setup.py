@@ -1,7 +1,8 @@
 """NCCL's setup read by where it failed, end to end through the Slurm connector, the files
 landing and a run: a queue-pair transition or a network setting that fails on every node of
 a job is the job's configuration; the same failure on some nodes only, while the others
-printed that they got through, is those nodes'."""
+printed that they got through, is those nodes'. A rendezvous every node joined, still
+waiting for more, asked for more nodes than the job was given."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 973|973|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[8-9]|gres/gpu=16,node=2
 974|974|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[10-11]|gres/gpu=16,node=2
 975|975|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[12-13]|gres/gpu=16,node=2
+976|976|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|q[14-15]|gres/gpu=16,node=2
+977|977|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|q[16-17]|gres/gpu=16,node=2
 """
 
 
@@ -51,6 +54,12 @@ def ib_using(task: int, node: str, address: str) -> str:
             f"OOB ibs85f0:{address}<0>")
 
 
+def store_timeout(task: int, joined: int, expected: int) -> str:
+    """torch's store giving up on the clients it waited for (OpenRLHF/OpenRLHF#1040's line)."""
+    return (f"{task}: torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. "
+            f"{joined}/{expected} clients joined.")
+
+
 def output(*lines: str) -> str:
     return f"0: [2026-11-20 10:00:20,000] {ITERATION}\n" + "".join(line + "\n" for line in lines)
 
@@ -77,6 +86,10 @@ def verdicts(tmp_path_factory):
     # nothing of IB): nothing shows the setting works anywhere.
     (logs / "slurm-975.out").write_text(output(
         bootstrap(0, "q12", "10.9.0.12"), bootstrap(8, "q13", "10.9.0.13"), ib_not_found(8, "q13")))
+    # torchrun --nnodes 4 on two nodes: both joined, the store waited for four. 977: one of
+    # two never came.
+    (logs / "slurm-976.out").write_text(output(store_timeout(0, 2, 4), store_timeout(8, 2, 4)))
+    (logs / "slurm-977.out").write_text(output(store_timeout(0, 1, 2)))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -109,3 +122,12 @@ def test_a_node_without_the_hca_its_peers_opened_is_named(verdicts):
 def test_no_node_opening_its_hca_leaves_the_setting_the_jobs(verdicts):
     v = verdicts["975"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.nccl_invalid_usage", [])
+
+
+def test_a_rendezvous_every_node_joined_still_waiting_asked_for_more_nodes(verdicts):
+    v = verdicts["976"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.bad_arguments", [])
+
+
+def test_a_rendezvous_a_node_never_joined_is_not_the_jobs_arguments(verdicts):
+    assert verdicts["977"]["cause"] != "workload.bad_arguments"
