@@ -73,6 +73,19 @@ def test_slurm_output_is_tied_to_its_attempt_with_ranks_on_nodes(tmp_path):
     assert obs["rank"].to_list() == [None, 0, 4, 5, None, None, None]
 
 
+def test_a_slurm_stderr_file_is_tied_to_its_attempt_like_its_output(tmp_path):
+    """``sbatch --output=slurm-%j.out --error=slurm-%j.err``: the stderr file, where the
+    tracebacks go, names its job the same way."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "slurm-4242.err").write_text(f"4: {WATCHDOG_R3[0]}\n")
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [job_4242(ts(2026, 12, 6, 18, 0), ts(2026, 12, 6, 19, 0))])
+    report = land_log_files(lake, [logs], cluster=CLUSTER, year=2026)
+    assert report.files[0].attempt_ids == ("slurm/c1/4242/0",)
+    assert observations(lake)["node"].to_list() == ["gpu-b"]
+
+
 def test_a_torchrun_local_rank_under_an_srun_label_runs_on_the_labelled_node(tmp_path):
     """``srun --label torchrun --tee 3``: one torchrun per node, so srun's task id is the
     node's index and torchrun's ``[default<N>]:`` the local rank on it (PyTorch's TailLog

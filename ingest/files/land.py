@@ -30,9 +30,10 @@ from ingest.hostlist import short_host
 from ingest.lake import Lake
 from ingest.schema import ATTEMPTS, HET_OFFSET, het_leader, processes_per_node
 
-SLURM_OUTPUT = r"(?:^|/)slurm-(\d+(?:_\d+)?)\.out(?:\.gz)?$"
-"""Slurm's default output names ``slurm-%j.out`` and ``slurm-%A_%a.out`` (group 1: the job
-id, ``1234`` or ``1234_7``), matched at the end of a path."""
+SLURM_OUTPUT = r"(?:^|/)slurm-(\d+(?:_\d+)?)\.(?:out|err)(?:\.gz)?$"
+"""Slurm's default output names ``slurm-%j.out`` and ``slurm-%A_%a.out``, and their stderr
+twins (``--error=slurm-%j.err``; group 1: the job id, ``1234`` or ``1234_7``), matched at
+the end of a path."""
 
 SLURM_NAME = re.compile(SLURM_OUTPUT)
 
