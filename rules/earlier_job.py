@@ -3,9 +3,10 @@
 A node event attaches to every attempt whose window — from ``lookback`` before its start
 to ``grace`` after its end — reaches it, so that a GPU that fell off the bus shortly before
 a job started still explains the job's failure. Some events cannot outlive what they
-happened to: an OOM kill ends the process it names, XID 13/31/43 end the GPU context of
-the process that faulted, a contained ECC error (XID 94) ends the process whose memory it
-hit and leaves the GPU in service, and a power-off ends the boot the node was in. Stamped
+happened to: an OOM kill or the kernel's report of a segfault ends the process it names,
+XID 13/31/43 end the GPU context of the process that faulted, a contained ECC error (XID
+94) ends the process whose memory it hit and leaves the GPU in service, and a power-off
+ends the boot the node was in. Stamped
 before the attempt started, they belong to the job (or the boot) before it: for this
 attempt they are ``context``, never its root. Stamped during it, they are its own, unless
 it went on working for more than :data:`OUTLIVED` after them (started failing later:
@@ -56,6 +57,11 @@ ENDED_BEFORE_START = (
 )
 """Event names (``host.yaml``, ``gpu_xid.yaml``) that end with the process or boot they
 happened to."""
+KERNEL_SEGFAULT = (pl.col("event") == "workload.segfault") & pl.col("params").str.contains('"pid":', literal=True)
+"""The kernel's report of a process that segfaulted (``framework.native_segfault``'s form
+naming the process and its pid; the application's own reports name neither): it ends the
+process it names, as an OOM kill does, so on a shared node another job's crash is not
+this attempt's root."""
 
 
 OUTLIVED = timedelta(seconds=EngineConfig().seconds("fail_at_once"))
@@ -77,7 +83,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Demote the :data:`ENDED_BEFORE_START` events stamped before their attempt started,
     that their attempt outlived by more than :data:`OUTLIVED`, or that another attempt
     claims (see the module docstring)."""
-    bound = pl.col("event").is_in(ENDED_BEFORE_START)
+    bound = pl.col("event").is_in(ENDED_BEFORE_START) | KERNEL_SEGFAULT.fill_null(False)
     earlier = bound & (pl.col("ts") < pl.col("start_ts")).fill_null(False)
     during = bound & ~earlier
     of_a_gpu = pl.col("gpu").is_not_null() & pl.col("domain").is_in(GPU_DOMAINS) & pl.col("source").is_in(NODE_LOG_SOURCES)

@@ -1,7 +1,7 @@
 """The ``earlier_job_events`` python rule, end to end: OOM kills, XID 13 and power-offs stamped
 before an attempt started are the previous job's or boot's, never this attempt's root;
 stamped during it, they still are, unless the job ran on long after them (the kill's own
-reaper line does not say it stopped); a GPU fault another job on the node reported, and
+reaper line does not say it stopped; a neighbour's segfault the kernel reported); a GPU fault another job on the node reported, and
 this one did not, is that job's. Real lines, landed through the Slurm connector and the files
 landing, attributed by a run."""
 
@@ -38,6 +38,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 516|516|ft|lea|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:30|n12|gres/gpu=4,node=1
 517|517|ft|max|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:06:40|n12|gres/gpu=4,node=1
 518|518|train|ned|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:50:00|n13|gres/gpu=8,node=1
+519|519|nb|olga|TIMEOUT|0:0|2026-11-20T09:00:00|2026-11-20T10:50:00|n14|gres/gpu=2,node=1
+520|520|sim|pat|FAILED|139:0|2026-11-20T09:30:00|2026-11-20T10:10:30|n14|gres/gpu=2,node=1
 """
 # pytorch/pytorch#51382's wording of the fault XID 13 reports, as carol's rank prints it.
 ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -106,6 +108,14 @@ def verdicts(tmp_path_factory):
         ("10:10:00", "kernel: oom_reaper: reaped process 2110 (node_exporter), now anon-rss:0kB, file-rss:0kB, "
                      "shmem-rss:0kB")))
     (logs / "slurm-518.out").write_text(f"[2026-11-20 10:05:00,000] {ITERATION}\n[2026-11-20 10:44:00,000] {CUDA_OOM}\n")
+    # n14 is shared: pat's simulator segfaulted at 10:10 and its job ended; olga's notebook
+    # ran on until its time limit at 10:50 (the kernel's report, arch/x86/mm/fault.c's form
+    # as leptonai/gpud's matcher quotes it).
+    (logs / "n14.log").write_text(syslog("n14", ("10:10:00", "kernel: python[836469]: segfault at 8 ip 00007fa1d3b2e4c7 "
+                                                             "sp 00007ffc8e21b5d0 error 4 in libmujoco.so.3.2.2[7fa1d3a00000+200000]")))
+    (logs / "slurm-519.out").write_text(f"[2026-11-20 10:30:00,000] {ITERATION}\nslurmstepd: error: *** JOB 519 ON n14 "
+                                        "CANCELLED AT 2026-11-20T10:49:58 DUE TO TIME LIMIT ***\n")
+    (logs / "slurm-520.out").write_text(f"[2026-11-20 10:09:00,000] {ITERATION}\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -185,3 +195,8 @@ def test_running_out_of_memory_beside_a_neighbours_gpu_fault_is_the_jobs_own(ver
 def test_an_oom_kill_the_job_ran_on_long_after_is_not_its_root(verdicts):
     v = verdicts["518"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
+
+
+def test_a_neighbours_segfault_the_job_ran_on_long_after_is_not_its_root(verdicts):
+    assert (verdicts["519"]["domain"], verdicts["519"]["cause"]) == ("scheduler", "scheduler.time_limit")
+    assert (verdicts["520"]["domain"], verdicts["520"]["cause"]) == ("workload", "workload.segfault")
