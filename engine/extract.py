@@ -278,11 +278,9 @@ def _extract(
         # A benign line naming its node's address (NCCL's bootstrap banner) stays, once per
         # attempt, node and address and without its rank (every rank prints it): by it a
         # peer's address is mapped back to its node (rules/ib_peer.py).
-        address = pl.col("params").str.contains(ADDRESS_PARAM, literal=True).fill_null(False)
-        benign = pl.col("role") == "benign"
         events = pl.concat([
-            events.filter(~benign),
-            events.filter(benign & address).with_columns(pl.lit(None, dtype=pl.Int32).alias("rank"))
+            events.filter(pl.col("role") != "benign"),
+            events.filter(address_banner()).with_columns(pl.lit(None, dtype=pl.Int32).alias("rank"))
             .sort("ts", "origin").unique(["attempt_id", "node", "params"], keep="first", maintain_order=True),
         ])
     if ordered:
@@ -348,6 +346,12 @@ ADDRESS_GROUP = "(?P<addr>"
 """The capture of a benign rule that names its node's network address: runs keep its events."""
 ADDRESS_PARAM = '"addr":'
 """That capture in an event's params."""
+
+
+def address_banner() -> pl.Expr:
+    """Whether an event is a benign line naming its node's network address (NCCL's
+    bootstrap, IB and socket banners, EFA's host id): the only benign events runs keep."""
+    return (pl.col("role") == "benign") & pl.col("params").str.contains(ADDRESS_PARAM, literal=True).fill_null(False)
 
 
 def line_events(observations: pl.LazyFrame | pl.DataFrame, pack: RulePack) -> pl.DataFrame:

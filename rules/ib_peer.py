@@ -18,9 +18,9 @@ node reports (the other node of a two-node job died or hung, and its ranks said 
 had the link between them broken, both would report). Which node has that address is
 read from NCCL's own INFO banners (``Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/IB : Using
 [0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``) and the EFA errors' ``My host id:`` (the benign
-``network.nccl_*address`` events' ``addr``), where exactly one node of the attempt printed
-it; a peer named by its host name (Open MPI's openib BTL prints ``from <host> to: <peer
-host>``) is that node of the attempt. Without either, a node never names its own address:
+address banners' ``addr``, :func:`engine.extract.address_banner`), where exactly one node
+of the attempt printed it; a peer named by its host name (Open MPI's openib BTL prints
+``from <host> to: <peer host>``) is that node of the attempt. Without either, a node never names its own address:
 when every reporting node but one names the shared peer and that one node names only other
 peers (no more of them than there are nodes naming the shared one), that node is the shared
 end; when every reporting node names it, none of them is it, and the one node of the
@@ -51,14 +51,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from engine.extract import address_banner
 from engine.rules.python_rules import link_to_roots, new_events, with_role
 
 EVENTS = ("network.ib_retry_exceeded", "network.efa_peer_unresponsive", "network.socket_peer_unreachable")
 """The events of a ``with error 12`` / ``status=12`` / ``status number 12`` completion, of
 EFA's unresponsive peer (``fabric.yaml``) and of a NET/Socket connection that timed out
 (``communication.yaml``): a connection's transport retries ran out."""
-BANNER_EVENTS = ("network.nccl_address", "network.nccl_ib_address", "network.nccl_socket_address")
-"""NCCL's banners naming the node's address (``benign.yaml``), in ``addr``."""
 RULE_ID = "ib_common_peer"
 SILENT_END_EVENT = "network.ib_common_peer"
 LATE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "host", "workload")
@@ -110,8 +109,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     # The node whose address the shared peer is, where one node of the attempt printed it.
     addresses = (
-        events.select("attempt_id", "node", "event", "params")
-        .filter(pl.col("event").is_in(BANNER_EVENTS) & pl.col("params").str.contains('"addr"', literal=True))
+        events.filter(address_banner())
+        .select("attempt_id", "node", "params")
         .select("attempt_id", "node", pl.col("params").str.json_path_match("$.addr").alias("_shared"))
         .drop_nulls().unique()
         .filter(pl.len().over("attempt_id", "_shared") == 1)

@@ -49,7 +49,8 @@ from typing import NamedTuple
 import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
-from engine.rules.python_rules import link_to_roots, new_events, param
+from engine.extract import address_banner
+from engine.rules.python_rules import link_to_roots, new_events, param, with_values
 
 RULE_ID = "job_setup"
 
@@ -76,9 +77,6 @@ STORE_TIMEOUT = "network.store_timeout"
 ``world_size`` say how many clients came of how many it waited for."""
 DRIVER_REPORTS = ("cuda_driver_too_old", "container_cuda_requirement", "cuda_no_driver_found")
 """Events of the lines that read the node's driver from the job's side (``gpu_health.yaml``)."""
-BANNERS = ("network.nccl_address", "network.nccl_ib_address", "network.nccl_socket_address")
-"""NCCL's banners naming the interface a node uses: the bootstrap's, the IB transport's
-(it opened its HCAs), the socket transport's."""
 
 STEPS = (
     Step(
@@ -99,12 +97,13 @@ STEPS = (
         reports=pl.col("event") == "workload.nccl_no_socket_interface",
         own_fault=pl.lit(False),
         everywhere=None,
-        passed=pl.col("event").is_in(BANNERS),
+        passed=address_banner(),
     ),
     Step(
         reports=pl.col("event") == "workload.nccl_network_not_found",
         own_fault=pl.lit(False),
         everywhere=None,
+        # NET/IB's banner: the node opened its HCAs.
         passed=pl.col("event") == "network.nccl_ib_address",
     ),
 )
@@ -148,13 +147,8 @@ def _oversized_rendezvous(events: pl.DataFrame, context) -> pl.DataFrame:
     if oversized.is_empty():
         return events
     theirs = pl.int_range(events.height, eager=True).is_in(oversized.implode())
-    return _relabel(events, theirs, role="root_candidate", domain="workload", cause="workload.bad_arguments",
+    return with_values(events, theirs, role="root_candidate", domain="workload", cause="workload.bad_arguments",
                     action="fix_workload")
-
-
-def _relabel(events: pl.DataFrame, mask: pl.Expr | pl.Series, **outcome: str) -> pl.DataFrame:
-    """``events`` with the columns of ``outcome`` set to its values on the rows ``mask`` selects."""
-    return events.with_columns(pl.when(mask).then(pl.lit(v)).otherwise(pl.col(c)).alias(c) for c, v in outcome.items())
 
 
 def _read_step(events: pl.DataFrame, context, step: Step) -> pl.DataFrame:
@@ -205,4 +199,4 @@ def _everywhere(events: pl.DataFrame, reported: pl.Expr, nodes: pl.DataFrame, st
     )["attempt_id"]
     domain, cause, action = step.everywhere
     theirs = reported & pl.col("attempt_id").is_in(everywhere.implode())
-    return _relabel(events, theirs, domain=domain, cause=cause, action=action)
+    return with_values(events, theirs, domain=domain, cause=cause, action=action)

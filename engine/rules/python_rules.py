@@ -24,7 +24,7 @@ engine adds must be passed through untouched.
 
 ``apply`` returns a frame with the same columns (same names and dtypes). It may change
 ``role``, ``domain``, ``cause`` and ``action`` of existing rows (:func:`link_to_roots` makes
-rows the cascades or confirmations of a root, :func:`with_role` gives rows a role) and add rows (give new rows
+rows the cascades or confirmations of a root, :func:`with_role` gives rows a role, :func:`with_values` sets role, domain, cause or action) and add rows (give new rows
 an ``event_id`` of the form ``<rule id>@<origin>`` and ``rule_id`` = the rule's id;
 :func:`new_events` builds such rows); it must
 never drop or rename columns. It must be columnar (Polars expressions and joins, no loop over
@@ -234,10 +234,17 @@ def new_events(
     )
 
 
+def with_values(events: pl.DataFrame, mask: pl.Series | pl.Expr, **values: str) -> pl.DataFrame:
+    """``events`` with the columns named in ``values`` (``role``, ``domain``, ``cause``,
+    ``action``) set to those values on the rows ``mask`` selects: how a rule relabels
+    lines (a driver report on every node of a job is the job's)."""
+    return events.with_columns(pl.when(mask).then(pl.lit(v)).otherwise(pl.col(c)).alias(c) for c, v in values.items())
+
+
 def with_role(events: pl.DataFrame, mask: pl.Series | pl.Expr, role: str) -> pl.DataFrame:
     """``events`` with the rows ``mask`` selects given ``role`` (their links unchanged): how
     a rule demotes lines to ``context`` or promotes them to root candidates."""
-    return events.with_columns(pl.when(mask).then(pl.lit(role)).otherwise(pl.col("role")).alias("role"))
+    return with_values(events, mask, role=role)
 
 
 def link_to_roots(events: pl.DataFrame, links: pl.DataFrame, role: str) -> pl.DataFrame:
