@@ -2,7 +2,8 @@
 end to end: a fatal APEI record, an external abort that killed a rank, an uncorrectable
 DRAM error the kernel recovered from without harm, a C2C error the link corrected, and
 the node's MPS daemon crashing under its clients, the IOMMU refusing an HCA's DMA mid-run
-(and a fault left at boot, which a long run outlived). Real line formats (kernel sources,
+(and a fault left at boot, which a long run outlived), and a node whose GPUs refused each other
+peer access. Real line formats (kernel sources,
 NVIDIA's catalog), landed through the Slurm connector and the files landing, attributed
 by a run."""
 
@@ -22,6 +23,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 604|604|infer|bob|FAILED|1:0|2026-11-20T10:05:00|2026-11-20T10:06:00|g7|gres/mps=50,node=1
 605|605|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g[8-9]|gres/gpu=8,node=2
 606|606|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:45:00|g10|gres/gpu=4,node=1
+607|607|finetune|carol|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:02:00|g11|gres/gpu=4,node=1
 """
 # drivers/iommu/intel/dmar.c's fault report (opencomputeproject/OpenNetworkLinux#897's
 # line), here for the HCA at c1:00.0, and the same report left by firmware at boot.
@@ -42,6 +44,8 @@ GHES_FATAL = ("{1}[Hardware Error]: Hardware error from APEI Generic Hardware Er
               "{1}[Hardware Error]:   section_type: ARM processor error")
 # NVIDIA's catalog: XID 121, C2C link error, immediate action IGNORE.
 XID_121 = "NVRM: Xid (PCI:0029:01:00): 121, pid='<unknown>', name=<unknown>, C2C Link corrected error (0x00000001)"
+# ray-project/ray_lightning#24: NCCL's P2P/IPC channel refused (cudaErrorPeerAccessUnsupported).
+PEER_ACCESS = "transport/p2p.cc:238 NCCL WARN failed to open CUDA IPC handle : 217 peer access is not supported between these two devices"
 MPS_SEGFAULT = ("nvidia-cuda-mps[1833336]: segfault at 8 ip 000055d1c2a4b2f1 sp 00007ffd3b9c7e10 error 4 in "
                 "nvidia-cuda-mps-control[55d1c2a30000+2d000]")
 # NVIDIA/nvidia-container-toolkit#714
@@ -86,6 +90,14 @@ def verdicts(tmp_path_factory):
     # 606: g10 booted at 09:50 with a fault firmware left; the job ran out of memory at 10:40.
     (logs / "g10.log").write_text(syslog("g10", ("09:50:00", DMAR_BOOT), ("10:05:00", ALIVE), ("10:44:00", ALIVE)))
     (logs / "slurm-606.out").write_text(f"0: [2026-11-20 10:10:00,000] {ITERATION}\n0: [2026-11-20 10:40:00,000] {CUDA_OOM}\n")
+    # 607: every rank of g11's torchrun failed to open its P2P channel at NCCL's init.
+    (logs / "g11.log").write_text(syslog("g11", ("10:00:10", ALIVE), ("10:03:00", ALIVE)))
+    (logs / "slurm-607.out").write_text("".join(
+        f"[rank{r}]:g11:{6506 + r}:{6512 + r} [{r}] NCCL INFO Channel 00/0 : {r}[{r}] -> {(r + 1) % 4}[{(r + 1) % 4}] via P2P/IPC\n"
+        f"[rank{r}]:g11:{6506 + r}:{6512 + r} [{r}] {PEER_ACCESS}\n"
+        f"[rank{r}]:[E1120 10:01:10.000000 {6506 + r} ProcessGroupNCCL.cpp:1985] NCCL error: unhandled cuda error "
+        f"(run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n"
+        for r in range(4)))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -118,6 +130,11 @@ def test_the_nodes_mps_daemon_crashing_fails_its_clients(verdicts):
 def test_the_iommu_refusing_a_devices_dma_is_its_nodes_fault(verdicts):
     v = verdicts["605"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.iommu_fault", ["g9"])
+
+
+def test_gpus_refused_peer_access_are_their_nodes_platform(verdicts):
+    v = verdicts["607"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.gpu_peer_access_blocked", ["g11"])
 
 
 def test_a_dma_fault_left_at_boot_is_not_a_long_runs_root(verdicts):
