@@ -67,9 +67,10 @@ def test_slurm_output_is_tied_to_its_attempt_with_ranks_on_nodes(tmp_path):
     obs = observations(lake)
     assert set(obs["attempt_id"]) == {"slurm/c1/4242/0"}
     assert set(obs["source"]) == {"app"}
-    # rank 0 → gpu-a, rank 4 → gpu-b (block of 4); the NCCL host prefix wins for rank 5;
+    # rank 0 → gpu-a, rank 4 → gpu-b (block of 4); rank 5's NCCL host prefix names a host the
+    # attempt does not know (a pod's name), so its rank places it, on gpu-b;
     # ``[default7]:`` is torchrun's local rank 7, which either node's torchrun prints.
-    assert obs["node"].to_list() == [None, "gpu-a", "gpu-b", "kp-ddp-worker-0", None, None, None]
+    assert obs["node"].to_list() == [None, "gpu-a", "gpu-b", "gpu-b", None, None, None]
     assert obs["rank"].to_list() == [None, 0, 4, 5, None, None, None]
 
 
@@ -148,6 +149,23 @@ def test_srun_names_the_node_of_a_task_that_failed(tmp_path):
         "n_nodes": 4, "ranks_per_node": None, "gpus_per_node": 4}])
     land_log_files(lake, [logs], cluster=CLUSTER, year=2026)
     assert observations(lake)["node"].to_list() == ["lyra-g52", "lyra-g53", None, None, "lyra-g50"]
+
+
+def test_a_host_name_the_attempt_does_not_know_yields_to_where_the_task_ran(tmp_path):
+    """NCCL's prefix is the host's own name (``gethostname``, cut at the first dot), which
+    need not be Slurm's name for the node (an old hostname kept after a rename): a line
+    naming a host the attempt did not run on is placed by its task id. A host that is one
+    of the attempt's nodes is kept, even where the task id says otherwise."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    port_error = "NCCL WARN NET/IB : Got async event : port error"  # NVIDIA/nccl src/transport/net_ib.cc
+    lines = [f"6: ml-node-23:77110:77342 [2] {port_error}", f"1: gpu-b:6501:6612 [1] {port_error}"]
+    (logs / "slurm-4247.out").write_text("\n".join(lines) + "\n")
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [job_4242(ts(2026, 12, 6, 18, 0), ts(2026, 12, 6, 19, 0)) | {
+        "attempt_id": "slurm/c1/4247/0", "job_id": "4247"}])
+    land_log_files(lake, [logs], cluster=CLUSTER, year=2026)
+    assert observations(lake)["node"].to_list() == ["gpu-b", "gpu-b"]
 
 
 def test_lines_before_a_files_first_stamp_date_from_the_attempts_start(tmp_path):

@@ -3,7 +3,8 @@ connector, the files landing and a run: a bare cancellation banner yields to the
 sacct's state gives (DEADLINE), slurmctld's ResumeTimeout line names the cloud node that
 never booted for a BOOT_FAIL attempt of several nodes (in the controller's syslog or in
 slurmctld's own log file), the nodes it lists together as down are each named, and the job
-script's own ``timeout --verbose`` is the workload's limit, not an unexplained exit 137."""
+script's own ``timeout --verbose`` is the workload's limit, not an unexplained exit 137, and so
+is a silent ``timeout`` whose exit 124 the script passed on."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, role_of, syslog, verdicts_by_job
+from tests.end_to_end import CUDA_OOM, ITERATION, role_of, syslog, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 910|910|train|alice|DEADLINE|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n1|gres/gpu=8,node=1
@@ -20,6 +21,9 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 913|913|train|alice|CANCELLED by 1000|0:15|2026-11-20T08:00:00|2026-11-20T09:00:00|n5|gres/gpu=8,node=1
 914|914|train|alice|BOOT_FAIL|0:0|2026-11-20T08:30:00|2026-11-20T08:40:03|n[6-7]|gres/gpu=16,node=2
 915|915|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T08:51:40|n[8-10]|gres/gpu=24,node=3
+916|916|train|alice|FAILED|124:0|2026-11-20T08:00:00|2026-11-20T09:30:05|n[11-12]|gres/gpu=16,node=2
+917|917|train|alice|FAILED|124:0|2026-11-20T08:00:00|2026-11-20T08:20:05|n13|gres/gpu=8,node=1
+918|918|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:30:05|n[14-15]|gres/gpu=16,node=2
 """
 
 
@@ -48,6 +52,15 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-912.out").write_text(f"0: [2026-11-20 09:20:00,000] {ITERATION}\n"
                                         "timeout: sending signal KILL to command ‘srun’\n"
                                         "srun: error: n4: task 0: Killed\n")
+    # 916: `timeout 5400 srun …` without --verbose: the step torn down, the script's exit 124.
+    # 918: the same teardown with the script's exit 1: nothing says why.
+    for job, first, second in (("916", "n11", "n12"), ("918", "n14", "n15")):
+        (logs / f"slurm-{job}.out").write_text(
+            f"0: [2026-11-20 09:25:00,000] {ITERATION}\nsrun: forcing job termination\n"
+            f"slurmstepd: error: *** STEP {job}.0 ON {first} CANCELLED AT 2026-11-20T09:30:03 ***\n"
+            f"srun: error: {first}: tasks 0-7: Terminated\nsrun: error: {second}: tasks 8-15: Terminated\n")
+    # 917: the job ran out of GPU memory, and its script happened to exit 124.
+    (logs / "slurm-917.out").write_text(f"0: [2026-11-20 08:20:00,000] {CUDA_OOM}\n")
     # The same report in slurmctld's own log file (SlurmctldLogFile, LogTimeFormat
     # iso8601_ms), landed for its host: Slurm ≥ 23.02's wording.
     ctld = root / "ctld"
@@ -89,3 +102,17 @@ def test_the_job_scripts_own_timeout_is_the_workloads_limit(verdicts):
     v = verdicts["912"]
     assert (v["domain"], v["cause"]) == ("workload", "workload.command_timeout")
     assert v["culprit_nodes"] == []
+
+
+def test_a_silent_timeout_is_read_from_the_scripts_exit_124(verdicts):
+    v = verdicts["916"]
+    assert (v["domain"], v["cause"], v["quality"]) == ("workload", "workload.command_timeout", "probable")
+    assert v["culprit_nodes"] == []
+
+
+def test_exit_124_does_not_replace_a_root_the_logs_give(verdicts):
+    assert verdicts["917"]["cause"] == "workload.cuda_oom"
+
+
+def test_a_teardown_with_another_exit_code_stays_unexplained(verdicts):
+    assert verdicts["918"]["domain"] == "unknown"

@@ -1,7 +1,8 @@
 """The software under the job, end to end through the Slurm connector, the files landing
 and a run: a driver too old for the job's CUDA on every node of a job is the job's build,
 on some nodes those nodes'; the NVIDIA container hook's reason outranks the enroot hook and
-pyxis's generic failure; a node out of loop devices is the node's; PyTorch finding no
+pyxis's generic failure; a node's image import failing, which the job output prints without a
+node, is on the node whose task srun reports first; a node out of loop devices is the node's; PyTorch finding no
 driver on one node names it; cuBLAS failing to start and a missing shared library are the
 job's."""
 
@@ -23,6 +24,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 956|956|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[13-14]|gres/gpu=16,node=2
 957|957|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[15-16]|gres/gpu=16,node=2
 958|958|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[17-18]|gres/gpu=16,node=2
+959|959|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|s[19-20]|gres/gpu=2,node=2
+960|960|train|alice|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:20:00|s[21-22]|gres/gpu=2,node=2
 """
 
 # https://github.com/pytorch/pytorch/blob/main/c10/cuda/CUDAFunctions.cpp (CUDA error 35)
@@ -36,6 +39,13 @@ REQUIREMENT = ("slurmstepd: error: pyxis:     nvidia-container-cli: requirement 
 HOOK = "slurmstepd: error: pyxis:     [ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with return code 1"
 PYXIS_FAILED = "slurmstepd: error: pyxis: couldn't start container"
 DISK_FULL = "slurmstepd: error: pyxis:     Write failed because No space left on device"
+# tar's own words for a write that ran out of space, as pyxis relays enroot's log
+# (https://github.com/NVIDIA/pyxis/issues/101), then srun's report of the task that ended.
+TAR_FULL = ("slurmstepd: error: pyxis:     tar: usr/local/lib/python3.10/dist-packages/torch/lib/libtorch_cuda.so: "
+            "Cannot write: No space left on device")
+RENDEZVOUS_TIMEOUT = "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError: "
+# slurmstepd's step OOM report (src/plugins/task/cgroup/task_cgroup_memory.c)
+STEP_OOM = "slurmstepd: error: Detected 1 oom_kill event in StepId=960.0. Some of the step tasks have been OOM Killed."
 # https://github.com/wheaton5/souporcell/issues/201
 NO_LOOP = ("FATAL:   container creation failed: mount /proc/self/fd/3->/var/lib/apptainer/mnt/session/rootfs error: "
            "while mounting image /proc/self/fd/3: failed to find loop device: could not attach image file to loop "
@@ -73,6 +83,17 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-956.out").write_text(_both(CUBLAS))
     (logs / "slurm-957.out").write_text(_both(CUDNN_MISSING))
     (logs / "slurm-958.out").write_text(f"0: [2026-11-20 10:00:20,000] {ITERATION}\n8: {DISK_FULL}\n8: {PYXIS_FAILED}\n")
+    # 959: one task per node; s20's image import ran out of space, s19 waited in the rendezvous.
+    (logs / "slurm-959.out").write_text(
+        "0: pyxis: importing docker image: nvcr.io#nvidia/pytorch:24.10-py3\n"
+        "1: pyxis: importing docker image: nvcr.io#nvidia/pytorch:24.10-py3\n"
+        f"0: [2026-11-20 10:01:00,000] {ITERATION}\n{TAR_FULL}\n{PYXIS_FAILED}\n"
+        "srun: error: s20: task 1: Exited with exit code 1\n"
+        f"0: {RENDEZVOUS_TIMEOUT}\nsrun: error: s19: task 0: Exited with exit code 1\n")
+    # 960: the step's OOM report, then srun's reports of both nodes' tasks, s21's first.
+    (logs / "slurm-960.out").write_text(
+        f"0: [2026-11-20 10:19:00,000] {ITERATION}\n{STEP_OOM}\n"
+        "srun: error: s21: task 0: Killed\nsrun: error: s22: task 1: Out Of Memory\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -124,3 +145,12 @@ def test_a_full_disk_enroot_reports_outranks_pyxis_failing(verdicts):
     v = verdicts["958"]
     assert (v["domain"], v["cause"]) == ("storage", "storage.disk_full")
     assert v["quality"] != "ambiguous"
+
+
+def test_a_nodes_image_import_failing_is_on_the_node_srun_reports_first(verdicts):
+    v = verdicts["959"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_full", ["s20"])
+
+
+def test_a_steps_oom_report_is_not_placed_by_the_first_task_report(verdicts):
+    assert "s21" not in verdicts["960"]["culprit_nodes"]

@@ -278,7 +278,9 @@ def candidate_attempts(files: pl.DataFrame, attempts: pl.DataFrame, *, attempt_i
     ).drop("attempt_index", "_het")
 
 
-def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame, timezone: str = "UTC") -> pl.DataFrame:
+def tie_to_attempts(
+    obs: pl.DataFrame, cands: pl.DataFrame, timezone: str = "UTC", given_node: str | None = None,
+) -> pl.DataFrame:
     """Set each line's ``attempt_id``, map ranks to nodes, date stampless files — for every
     file of a batch at once (``cands`` from :func:`candidate_attempts`).
 
@@ -301,8 +303,11 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame, timezone: str = "UTC
     node. srun's own report of a task that ended badly (``srun: error: gpu052: task 2:
     Exited with exit code 1``) names the node of that task's lines outright
     (:func:`srun_task_nodes`). Every line of a one-node attempt's output (slurmstepd's, the
-    launcher's, any rank's) ran on its node; a node already known from the line or
-    ``--node`` is kept. ``_outlasting`` marks the stamped lines more than
+    launcher's, any rank's) ran on its node. A node the landing gave (``given_node``,
+    ``--node``) is kept; so is a node the line names when it is one of the attempt's
+    nodes, or when nothing places the line on one, but a name the attempt does not know
+    (NCCL's prefix holds the host's own name, which may be an alias of the node Slurm
+    names) yields to where the line's task ran. ``_outlasting`` marks the stamped lines more than
     :data:`OUTLASTING` after their attempt ended (counted in :class:`FileReport`).
     """
     if cands.is_empty():
@@ -398,8 +403,16 @@ def tie_to_attempts(obs: pl.DataFrame, cands: pl.DataFrame, timezone: str = "UTC
         # moves nothing).
         .join(slots.select("_a", pl.col("_node").alias("_srun_node"), pl.lit(True).alias("_srun_ok")),
               on=["_a", "_srun_node"], how="left", maintain_order="left")
+        # So must the node a line names itself to win over where its task ran: NCCL's prefix
+        # is the host's own name, which need not be the name Slurm gives the node (an alias,
+        # an old hostname).
+        .with_columns(short_host(pl.col("node")).alias("_own"))
+        .join(slots.select("_a", pl.col("_node").alias("_own"), pl.lit(True).alias("_own_ok")),
+              on=["_a", "_own"], how="left", maintain_order="left")
         .select("ts", "ts_source", "attempt_id",
-                pl.coalesce("node", pl.when(pl.col("_srun_ok")).then(pl.col("_srun_node")), "_node").alias("node"),
+                pl.coalesce(pl.when(pl.col("_own_ok") | (pl.col("node") == pl.lit(given_node, dtype=pl.String)))
+                            .then(pl.col("node")),
+                            pl.when(pl.col("_srun_ok")).then(pl.col("_srun_node")), "_node", "node").alias("node"),
                 pl.col("rank").cast(pl.Int32),
                 ((pl.col("ts_source") == "line") & (pl.col("ts") > pl.col("_end") + OUTLASTING))
                 .fill_null(False).alias("_outlasting"))
@@ -548,7 +561,7 @@ def tied_batches(
             return None
         parsed = parse_batch(batch, ctx, source)
         cands = candidate_attempts(parsed.files, attempts, attempt_id=attempt_id)
-        return parsed, tie_to_attempts(parsed.observations, cands, ctx.timezone)
+        return parsed, tie_to_attempts(parsed.observations, cands, ctx.timezone, ctx.default_node)
 
     with ThreadPoolExecutor(1) as pool:
         pending = pool.submit(prepare)
