@@ -20,6 +20,14 @@ A GPU whose PCIe link the kernel reported trained narrower than the GPU can run
 (``pcie_bandwidth_limited`` under the ``nvidia`` driver, x8 of x16) ran slow the whole run:
 the link stays so until the next boot, so the one report is sustained by itself, and it
 becomes the root candidate of such an attempt in the same way.
+
+Megatron-LM's straggler detector names the slowest rank of each logging interval from rank
+0's output (``MxRtt/Rnk: 6341.67ms/726``, ``gpu_health.yaml``). Each report whose slowest
+round trip is at least :data:`MIN_SPREAD` times the fastest becomes a report of that rank's
+GPU: on node ``rank // processes per node`` of the attempt, GPU ``rank % processes per
+node`` (Megatron binds each process to the GPU of its local rank). The same rank slowest
+in reports spanning most of the run is then promoted as any other slowdown is; a rank
+slowest only now and then is not.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -27,7 +35,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import param, rooted_attempts, with_role
+from engine.rules.python_rules import new_events, param, rooted_attempts, with_role
+from ingest.schema import processes_per_node
+
+RULE_ID = "fail_slow"
 
 SLOWDOWN_CAUSES = ("gpu.thermal_power_slowdown", "gpu.thermal", "host.cpu_thermal_throttle")
 """The causes of the slowdown reports: a GPU's (``gpu_health.yaml``), a GPU's temperature
@@ -44,12 +55,57 @@ NARROW_LINK = (
     & (param("width").cast(pl.Int32, strict=False) < param("capable_width").cast(pl.Int32, strict=False))
 ).fill_null(False)
 """A GPU's link trained narrower than it can run (``gpu_health.yaml``)."""
+STRAGGLER_REPORT = "gpu.straggler_report"
+"""Megatron-LM's straggler detector's report (``gpu_health.yaml``), printed by rank 0."""
+STRAGGLER_CAUSE = "gpu.straggler"
+CAUSES = ((STRAGGLER_CAUSE, "gpu", "root_candidate", STRAGGLER_REPORT),)
+MIN_SPREAD = 1.1
+"""How much longer than the fastest rank's the slowest rank's round trip must be for a
+straggler report to count: ranks a few percent apart are noise."""
+PLACED_STRAGGLER = (pl.col("rule_id") == RULE_ID) & (pl.col("event") == STRAGGLER_REPORT)
+"""A straggler report placed on the slowest rank's node and GPU (:func:`_stragglers`)."""
+
+
+def _stragglers(events: pl.DataFrame, context) -> pl.DataFrame:
+    """Each straggler report of a timed-out attempt with a spread of at least
+    :data:`MIN_SPREAD`, as a ``context`` event on the node, GPU and rank it names slowest
+    (see the module docstring); none for a rank the attempt's nodes do not cover."""
+    reports = events.filter(
+        (pl.col("event") == STRAGGLER_REPORT) & (pl.col("state") == "timeout")
+        & (param("slow_ms").cast(pl.Float64, strict=False)
+           >= MIN_SPREAD * param("fast_ms").cast(pl.Float64, strict=False)).fill_null(False)
+    )
+    if reports.is_empty():
+        return events.clear()
+    layout = context.attempts.select("attempt_id", pl.col("nodes").alias("_nodes"),
+                                     processes_per_node().alias("_procs"))
+    slowest = param("slow_rank").cast(pl.Int64, strict=False)
+    placed = (
+        reports.join(layout, on="attempt_id")
+        .filter(pl.col("_procs") > 0)
+        .with_columns(
+            pl.col("_nodes").list.get(slowest // pl.col("_procs"), null_on_oob=True).alias("node"),
+            (slowest % pl.col("_procs")).cast(pl.String).alias("gpu"),
+            slowest.cast(pl.Int32).alias("rank"),
+        )
+        .drop_nulls("node")
+    )
+    return new_events(placed.drop("event_id", "rule_id", "_nodes", "_procs"), events, rule_id=RULE_ID,
+                      event=STRAGGLER_REPORT, domain="gpu", cause=STRAGGLER_CAUSE, role="context",
+                      action="check_host")
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Promote the slowdown reports of each timed-out attempt without a root whose one GPU
-    was slowed over most of the run to root candidates (see the module docstring)."""
-    slow = (pl.col("cause").is_in(SLOWDOWN_CAUSES) | NARROW_LINK) & (pl.col("role") == "context") \
+    was slowed over most of the run to root candidates (see the module docstring). Placed
+    straggler reports that are not promoted are dropped: rank 0's own report line stays."""
+    promoted = _promoted(pl.concat([events, _stragglers(events, context)]))
+    return promoted.filter(~(PLACED_STRAGGLER & (pl.col("role") == "context")))
+
+
+def _promoted(events: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the sustained slowdown reports made root candidates."""
+    slow = (pl.col("cause").is_in(SLOWDOWN_CAUSES) | NARROW_LINK | PLACED_STRAGGLER) & (pl.col("role") == "context") \
         & (pl.col("state") == "timeout")
     if events.is_empty() or not events.select(slow.any()).item():
         return events

@@ -1,7 +1,8 @@
 """A time-limited job whose one GPU DCGM reported slowed by heat over most of its run is a
 fail-slow GPU (``rules/fail_slow.py``), named as ``probable``, and so is a node whose CPUs
 the kernel reported throttled by heat over most of it, and a GPU whose link trained
-narrower than it can run; a throttle in passing, a NIC's narrow link, or
+narrower than it can run, and the rank Megatron-LM's straggler detector names slowest all
+run; a throttle in passing, a NIC's narrow link, a slowest rank that changes, or
 a slowdown beside another root, leaves the verdict alone. Real lines, landed through the
 Slurm connector and the files landing, attributed by a run."""
 
@@ -29,6 +30,13 @@ CPU_HOT = "kernel: CPU47: Package temperature is above threshold, cpu clock is t
 # bound to the device: a GPU, then an HCA, trained at x8 of x16 when the node booted.
 NARROW = ("kernel: {driver} 0000:5d:00.0: 126.024 Gb/s available PCIe bandwidth, limited by 16.0 GT/s PCIe x8 link "
           "at 0000:5c:00.0 (capable of 504.112 Gb/s with 32.0 GT/s PCIe x16 link)")
+# Megatron-LM's StragglerDetector report as megatron/core/README_STRAGGLER.md shows it,
+# printed by rank 0 each logging interval (the slowest rank after MxRtt/Rnk).
+STRAGGLER = ("0: INFO:megatron.core.utils:[2026-11-20 {hour}:30:05] | MnRtt/Rnk: 4567.20ms/3 | "
+             "MxRtt/Rnk: 6341.67ms/{rank} | MnPwr/Rnk: 427.56W/{rank} | MxPwr/Rnk: 695.47W/7 | MnTmp/Rnk: 38.09C/1 | "
+             "MxTmp/Rnk: 88.19C/{rank} | MnUtl/Rnk: 100.00%/2 | MxUtl/Rnk: 100.00%/0 | "
+             "MnClk/Rnk: 1141.39MHz/{rank} | MxClk/Rnk: 1980.00MHz/4 | MnDRtt/Rnk: 1.01ms/6 | MxDRtt/Rnk: 21.91ms/9 | "
+             "MnEtpt/Rnk: 298.85TF/{rank} | MxEtpt/Rnk: 414.52TF/10")
 # https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
 XID_79 = "kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
 
@@ -116,4 +124,28 @@ def test_a_gpu_whose_link_trained_narrow_at_boot_is_a_timed_out_runs_probable_ro
 
 def test_a_nics_narrow_link_leaves_the_time_limit(tmp_path):
     v = _verdict(tmp_path, "706", (("09:58:00", NARROW.format(driver="mlx5_core")),))
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
+
+
+def _megatron_verdict(tmp_path, job: str, slowest: list[int]) -> dict:
+    """A two-node Megatron run (eight ranks a node) that hit its time limit, rank 0 printing
+    a straggler report at half past each hour naming ``slowest[i]`` the slowest rank."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for node in ("f1", "f2"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:05:00", ALIVE), ("13:55:00", ALIVE)))
+    reports = "".join(f"0: [2026-11-20 {10 + i}:30:00,000] {ITERATION}\n{STRAGGLER.format(hour=10 + i, rank=rank)}\n"
+                      for i, rank in enumerate(slowest))
+    (logs / f"slurm-{job}.out").write_text(f"{reports}{TIME_LIMIT.format(job=job)}\n")
+    return verdicts_by_job(tmp_path, SACCT.format(job=job), logs, date(2026, 11, 20))[job]
+
+
+def test_the_rank_megatron_reports_slowest_all_run_is_its_gpus_probable_root(tmp_path):
+    v = _megatron_verdict(tmp_path, "707", [13, 13, 13, 13])
+    assert (v["domain"], v["cause"], v["quality"]) == ("gpu", "gpu.straggler", "probable")
+    assert (v["culprit_nodes"], v["culprit_gpus"]) == (["f2"], ["5"])
+
+
+def test_a_slowest_rank_that_changes_leaves_the_time_limit(tmp_path):
+    v = _megatron_verdict(tmp_path, "708", [13, 2, 9, 5])
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
