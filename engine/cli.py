@@ -232,14 +232,19 @@ def ingest_topology(
     ] = None,
     gpus: Annotated[Path | None, typer.Option("--gpus", help="CSV/YAML: node, gpu, pci.")] = None,
     ibnetdiscover: Annotated[Path | None, typer.Option("--ibnetdiscover", help="ibnetdiscover output.")] = None,
+    aliases: Annotated[
+        Path | None, typer.Option("--aliases", help="CSV/YAML: node, alias (another name the node's logs use).")
+    ] = None,
 ) -> None:
-    """Land the fabric topology (host port ↔ switch port, GPU index ↔ PCI address): it has no
-    day, and landing it again replaces its rows by key."""
+    """Land the fabric topology (host port ↔ switch port, GPU index ↔ PCI address) and the
+    other names nodes' logs use: it has no day, and landing it again replaces its rows by
+    key. Land aliases before the logs that use them."""
     from ingest.connectors import run_connector
     from ingest.connectors.topology import TopologyConnector, TopologyOptions
     from ingest.lake import Lake
 
-    options = TopologyOptions(hca_ports_file=hca_ports, gpus_file=gpus, ibnetdiscover_file=ibnetdiscover)
+    options = TopologyOptions(hca_ports_file=hca_ports, gpus_file=gpus, ibnetdiscover_file=ibnetdiscover,
+                              aliases_file=aliases)
     report = run_connector(Lake(lake), TopologyConnector(options, cluster), None)
     if not _print_connector_reports([report]):
         raise typer.Exit(1)

@@ -97,7 +97,7 @@ DAY_FROM = {
 
 UPSERT_KEYS = {
     "attempts": ("attempt_id",),
-    "topology": ("kind", "node", "hca", "port", "gpu"),
+    "topology": ("kind", "node", "hca", "port", "gpu", "alias"),
 }
 
 UPSERT_MERGE: dict[str, Callable[[pl.DataFrame, pl.DataFrame], pl.DataFrame]] = {
@@ -214,6 +214,7 @@ class Lake:
         self.derivations = tuple(derivations)
         self._swept = False
         self._sweep_lock = threading.Lock()
+        self._aliases: dict[str, pl.DataFrame] = {}
 
     # ---------------------------------------------------------------- writing
 
@@ -269,7 +270,7 @@ class Lake:
             raise LakeError(f"{table}: not a by-input table; use land() (upsert) or replace_partitions()")
         if "source" in PARTITIONS[table] and not source:
             raise LakeError(f"{table}: landing needs a source")
-        frame = self._conform(table, data, cluster).with_columns(self._day_expr(table))
+        frame = self._by_node_name(self._conform(table, data, cluster), cluster).with_columns(self._day_expr(table))
         if frame["input_id"].null_count():
             raise LakeError(f"{table}: {frame['input_id'].null_count()} rows have no input_id; set it to the input they came from")
         given = frame["input_id"].unique()
@@ -477,6 +478,21 @@ class Lake:
             lower.append(pl.col("nodes").list.eval(short_host(pl.element())))
         return frame.with_columns(lower) if lower else frame
 
+    def _by_node_name(self, frame: pl.DataFrame, cluster: str) -> pl.DataFrame:
+        """``frame`` with each ``node`` the cluster's topology lists as an alias
+        (``node_alias`` rows: an old hostname, a Cray xname a node's logs use) replaced by
+        the scheduler's name for that node, so its lines attach to the jobs that ran there.
+        Read once per cluster and lake object (landing topology reads it again)."""
+        if "node" not in frame.columns:
+            return frame
+        if cluster not in self._aliases:
+            self._aliases[cluster] = self.scan("topology", clusters=[cluster]).filter(
+                pl.col("kind") == "node_alias").select("alias", "node").collect()
+        aliases = self._aliases[cluster]
+        if aliases.is_empty():
+            return frame
+        return frame.with_columns(pl.col("node").replace(aliases["alias"], aliases["node"]))
+
     def _day_expr(self, table: str) -> pl.Expr:
         cols = [pl.col(c) for c in DAY_FROM[table]]
         return pl.coalesce(cols).dt.convert_time_zone("UTC").dt.date().alias("day")
@@ -609,6 +625,8 @@ class Lake:
         return LandReport(table, frame.height, tuple(str(self.root / rel) for rel in targets))
 
     def _upsert(self, table: str, frame: pl.DataFrame, cluster: str) -> LandReport:
+        if table == "topology":
+            self._aliases.pop(cluster, None)
         keys = list(UPSERT_KEYS[table])
         if frame.select(keys).is_duplicated().any():
             raise LakeError(f"{table}: the landed rows repeat a key {keys}")

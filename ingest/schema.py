@@ -138,7 +138,7 @@ METRICS = pa.schema([
 ])
 
 TOPOLOGY = pa.schema([
-    ("kind", pa.string()),  # "hca_port" | "gpu"
+    ("kind", pa.string()),  # "hca_port" | "gpu" | "node_alias"
     ("node", pa.string()),
     ("hca", pa.string()),
     ("port", pa.string()),
@@ -147,7 +147,12 @@ TOPOLOGY = pa.schema([
     ("gpu", pa.string()),
     ("pci", pa.string()),
     ("origin", pa.string()),
+    ("alias", pa.string()),
 ])
+"""The cluster's fixed layout: ``hca_port`` rows cable a host port to a switch port (and
+name its PCI function), ``gpu`` rows give a GPU index's PCI address, ``node_alias`` rows
+name another name a node's logs use (``alias``: an old hostname, a Cray xname) for the
+node the scheduler names (``node``)."""
 
 REJECTS = pa.schema([
     ("ts_ingest", TS),
@@ -249,6 +254,7 @@ TABLES: dict[str, pa.Schema] = {
 
 LATER_COLUMNS: dict[str, tuple[str, ...]] = {
     "attempts": ("relaunch_ts",),
+    "topology": ("alias",),
 }
 """Columns added to a table after lakes were first written: a producer may leave them out,
 and files written before lack them; both read as null."""

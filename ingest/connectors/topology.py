@@ -23,6 +23,14 @@ Two kinds of rows (``kind``):
     PCI addresses are normalized to ``dddd:bb:dd.f`` lowercase, the form the kernel prints
     (``nvidia-smi``'s 8-digit domain ``00000000:18:00.0`` becomes ``0000:18:00.0``).
 
+``node_alias``
+    Another name a node's logs use for it, from CSV or YAML with the columns ``node,
+    alias``: ``node`` as the scheduler names it, ``alias`` as its logs do (an old hostname
+    its syslog still sends, a Cray xname such as ``x1000c1s2b0n0`` for ``nid001236``). Logs
+    landed after it name the node (:meth:`ingest.lake.Lake.land_inputs`); logs landed
+    before keep the alias until landed again. Both names are read as the lake keeps node
+    names (short, lower case); an alias naming itself, or given for two nodes, is an error.
+
 A YAML file is a list of mappings with exactly these keys. Files are strict: a missing or
 unknown column, an empty value (but an optional one) or an unreadable PCI address is an
 error naming the file and row.
@@ -39,11 +47,13 @@ import yaml
 from pydantic import Field
 
 from ingest.connectors.base import Batch, Connector, ConnectorError, ConnectorOptions, FetchWindow
+from ingest.hostlist import short_host
 from ingest.schema import TOPOLOGY
 
 HCA_PORT_COLUMNS = ("node", "hca", "port", "switch", "switch_port")
 HCA_PORT_OPTIONAL = ("pci",)
 GPU_COLUMNS = ("node", "gpu", "pci")
+ALIAS_COLUMNS = ("node", "alias")
 
 _CA_HEADER = r'^Ca\s+\d+\s+"[^"]*"\s+#\s+"([^"]*)"'
 _OTHER_HEADER = r"^(?:Switch|Rt)\s+\d+\s"
@@ -58,6 +68,7 @@ class TopologyOptions(ConnectorOptions):
 
     hca_ports_file: Path | None = Field(None, description="CSV/YAML: node, hca, port, switch, switch_port[, pci]")
     gpus_file: Path | None = Field(None, description="CSV/YAML: node, gpu, pci")
+    aliases_file: Path | None = Field(None, description="CSV/YAML: node, alias (another name its logs use)")
     ibnetdiscover_file: Path | None = Field(None, description="ibnetdiscover output")
 
 
@@ -71,12 +82,14 @@ class TopologyConnector(Connector):
     def fetch(self, window: FetchWindow | None) -> Iterator[Batch]:
         """Yield one ``topology`` batch per configured file (topology has no time window)."""
         opts = self.options
-        if not (opts.hca_ports_file or opts.gpus_file or opts.ibnetdiscover_file):
-            raise ConnectorError("topology: no file given — set hca_ports_file, gpus_file or ibnetdiscover_file")
+        if not (opts.hca_ports_file or opts.gpus_file or opts.ibnetdiscover_file or opts.aliases_file):
+            raise ConnectorError(
+                "topology: no file given — set hca_ports_file, gpus_file, ibnetdiscover_file or aliases_file")
         loaders = (
             (opts.hca_ports_file, read_hca_ports),
             (opts.gpus_file, read_gpus),
             (opts.ibnetdiscover_file, read_ibnetdiscover),
+            (opts.aliases_file, read_aliases),
         )
         for path, load in loaders:
             if path is None:
@@ -98,6 +111,20 @@ def read_gpus(path: Path) -> pl.DataFrame:
     """A CSV/YAML file of GPU index ↔ PCI address → ``gpu`` rows."""
     frame = _read_table(path, GPU_COLUMNS)
     return _conform(_normalized_pci(frame, path).with_columns(kind=pl.lit("gpu")), path)
+
+
+def read_aliases(path: Path) -> pl.DataFrame:
+    """A CSV/YAML file of node ↔ the other name its logs use → ``node_alias`` rows."""
+    frame = _read_table(path, ALIAS_COLUMNS).with_columns(
+        short_host(pl.col("node")).alias("node"), short_host(pl.col("alias")).alias("alias"), kind=pl.lit("node_alias"))
+    itself = frame.filter(pl.col("node") == pl.col("alias"))
+    if itself.height:
+        raise ConnectorError(f"topology: {path}: an alias names its own node at {itself['origin'].head(5).to_list()}")
+    twice = frame.filter(pl.col("alias").is_duplicated() & (pl.col("node").n_unique().over("alias") > 1))
+    if twice.height:
+        raise ConnectorError(
+            f"topology: {path}: the same alias is given for two nodes at {twice['origin'].head(5).to_list()}")
+    return _conform(frame.unique(["node", "alias"], keep="first", maintain_order=True), path)
 
 
 def _normalized_pci(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
@@ -159,6 +186,7 @@ def read_ibnetdiscover(path: Path) -> pl.DataFrame:
         gpu=pl.lit(None, dtype=pl.String),
         pci=pl.lit(None, dtype=pl.String),
         origin=pl.concat_str(pl.lit(f"{path}:"), pl.col("lineno").cast(pl.String)),
+        alias=pl.lit(None, dtype=pl.String),
     )
     return rows.unique(["node", "hca", "port"], keep="last", maintain_order=True)
 
@@ -224,7 +252,7 @@ def _conform(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
         (pl.col(c) if c in frame.columns else pl.lit(None, dtype=pl.String)).alias(c)
         for c in TOPOLOGY.names
     ])
-    keys = ["kind", "node", "hca", "port", "gpu"]
+    keys = ["kind", "node", "hca", "port", "gpu", "alias"]
     if out.select(keys).is_duplicated().any():
         dup = out.filter(out.select(keys).is_duplicated())["origin"].head(5).to_list()
         raise ConnectorError(f"topology: {path}: the same port or GPU is listed twice at {dup}")
