@@ -20,7 +20,7 @@ from engine.decide import CLOCK_OFFSET_RULE
 from engine.extract import DEDUPE_KEYS, dedupe_events, dedupe_window_s
 from engine.relabel import reports_timeout
 from engine.rules.loader import RulePack
-from engine.rules.python_rules import attempt_job_id, new_events, param
+from engine.rules.python_rules import attempt_job_id, new_events, origin_position, param
 
 ATTEMPT_COLUMNS = ["attempt_id", "cluster", "job_id", "user", "state", "start_ts", "end_ts"]
 """Attempt columns carried on every correlated event (what python rules may rely on)."""
@@ -291,9 +291,7 @@ def output_clock_offsets(app_events: pl.DataFrame, placed: pl.DataFrame, skew: t
     stamped = (
         app_events.lazy()
         .filter((pl.col("ts_source") == "line") & pl.col("node").is_not_null() & (pl.col("state") != "completed"))
-        .select("attempt_id", "node", "ts", "origin", "end_ts",
-                pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
-                pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"))
+        .select("attempt_id", "node", "ts", "origin", "end_ts", *origin_position())
         .drop_nulls("_line")
         .filter(pl.col("node").n_unique().over("attempt_id") > 1)
         .sort("attempt_id", "_file", "_line")
@@ -438,10 +436,7 @@ def add_time_bounds(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
     precise = pl.col("ts_source").is_in(PRECISE_TS).fill_null(False)
     narrow = events.select(
         pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"),
-        "attempt_id", "ts",
-        pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
-        pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"),
-        precise.alias("_precise"),
+        "attempt_id", "ts", *origin_position(), precise.alias("_precise"),
     ).filter(pl.col("_line").is_not_null())
     stamped = (
         narrow.filter(pl.col("_precise"))

@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from engine.config import EngineConfig
 from engine.rules.loader import RulePack
+from engine.rules.python_rules import origin_position
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
 
 INFRASTRUCTURE = ("gpu", "gpu_memory", "nvlink", "network", "host", "storage")
@@ -126,10 +127,7 @@ def select_root_cause(
         .select("_row", "attempt_id", "cluster", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank",
                 "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source", "source")
         .filter(~late | late.all().over("attempt_id"))
-        .with_columns(
-            pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
-            pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"),
-        )
+        .with_columns(*origin_position())
         .sort(["attempt_id", "ts_hi", "ts", "_file", "_line", "node", "rule_id", "event_id"], nulls_last=True)
         .collect()
     )

@@ -21,6 +21,8 @@ from datetime import timedelta
 
 import polars as pl
 
+from engine.rules.python_rules import origin_position
+
 FELL_OFF = "gpu_fallen_off_bus"
 FIRST_LINE = "gpu.driver_report_first_line"
 SAME_REPORT = timedelta(seconds=1)
@@ -29,27 +31,19 @@ REPORT_LINES = 3
 """How many lines a report spans: its first line is at most this many lines above the last."""
 
 
-def _place(frame: pl.DataFrame) -> pl.DataFrame:
-    """``_file`` and ``_line`` of each row's ``origin`` (``path:line``)."""
-    return frame.with_columns(
-        pl.col("origin").str.replace(r":\d+$", "").alias("_file"),
-        pl.col("origin").str.extract(r":(\d+)$").cast(pl.Int64).alias("_line"),
-    )
-
-
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Fill the GPU of fall-off lines that name none from their report's first line (see the
     module docstring)."""
     bare = (pl.col("event") == FELL_OFF) & pl.col("gpu").is_null() & pl.col("node").is_not_null()
     if not events.select(bare.any()).item():
         return events
-    firsts = _place(
+    firsts = (
         events.filter((pl.col("event") == FIRST_LINE) & pl.col("gpu").is_not_null())
-        .select("attempt_id", "node", "origin", pl.col("ts").alias("_first_ts"), pl.col("gpu").alias("_gpu"))
-    ).drop("origin")
+        .select("attempt_id", "node", *origin_position(), pl.col("ts").alias("_first_ts"), pl.col("gpu").alias("_gpu"))
+    )
     if firsts.is_empty():
         return events
-    lines = _place(events.with_row_index("_row").filter(bare).select("_row", "attempt_id", "node", "ts", "origin"))
+    lines = events.with_row_index("_row").filter(bare).select("_row", "attempt_id", "node", "ts", *origin_position())
     found = (
         lines.join(firsts, on=["attempt_id", "node", "_file"], suffix="_first")
         .filter(

@@ -38,8 +38,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     if timed_out.is_empty():
         return events
     rows = timed_out.join(rooted_attempts(events), on="attempt_id", how="anti").select(
-        *ATTEMPT_COLUMNS, pl.col("end_ts").alias("ts"), pl.coalesce("origin", "attempt_id").alias("origin"), pl.lit(None, dtype=pl.String).alias("node"),
-        pl.lit("scheduler").alias("source"),
+        *ATTEMPT_COLUMNS, pl.col("end_ts").alias("ts"), pl.coalesce("origin", "attempt_id").alias("origin"),
+        pl.lit(None, dtype=pl.String).alias("node"), pl.lit("scheduler").alias("source"),
         pl.format("the job script exited with code {}: coreutils' timeout killed its command", pl.lit(TIMEOUT_EXIT))
         .alias("message"),
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import link_to_roots, new_events
+from engine.rules.python_rules import link_to_roots, new_events, origin_position
 
 RULE_ID = "step_daemon_node"
 TASK_REPORT = "scheduler.task_terminated"
@@ -37,12 +37,6 @@ task ends at once while the others wait, so srun reports it first. A step's OOM 
 may be any node's."""
 
 
-def _file_and_line(origin: pl.Expr) -> list[pl.Expr]:
-    """``_file`` and ``_line``: the input and the line number of an ``<input>:<n>`` origin."""
-    return [origin.str.replace(r":[0-9]+$", "").alias("_file"),
-            origin.str.extract(r":([0-9]+)$", 1).cast(pl.Int64).alias("_line")]
-
-
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Place each nodeless root of a step's setup on the node of the next task report (see
     the module docstring)."""
@@ -54,11 +48,9 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         return events
     reports = events.filter(
         (pl.col("event") == TASK_REPORT) & pl.col("node").is_not_null() & pl.col("message").str.starts_with("srun: ")
-    ).select(
-        "attempt_id", pl.col("node").alias("_node"), *_file_and_line(pl.col("origin")),
-    ).rename({"_line": "_report_line"})
+    ).select("attempt_id", pl.col("node").alias("_node"), *origin_position()).rename({"_line": "_report_line"})
     placed = (
-        roots.with_columns(*_file_and_line(pl.col("origin")))
+        roots.with_columns(*origin_position())
         .join(reports, on=["attempt_id", "_file"])
         .filter(pl.col("_report_line") > pl.col("_line"))
         .sort("attempt_id", "event_id", "_report_line")

@@ -1,8 +1,9 @@
 """NVLink5 faults in a multi-node NVLink domain (GB200 NVL72): one switch tray's fault reaches
 the GPUs of several compute trays at once and names none of them (``names_node:
 one_node``); one tray's fault names that tray; and a GPU that fell off the bus takes the
-NVLink errors its peers print at once as its echo (precedence.fallen_off_bus_over_peer_nvlink),
-not as rivals. Real lines, landed through the Slurm connector and the files landing,
+NVLink5 errors its peers print at once as its echo (precedence.fallen_off_bus_over_nvlink_domain),
+not as rivals, while another 8-GPU server's XID 74 a second before it is a rival: that
+server's NVLink ends at its own chassis. Real lines, landed through the Slurm connector and the files landing,
 attributed by a run."""
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from tests.end_to_end import ALIVE, ITERATION, syslog, verdicts_by_job
 # https://github.com/leptonai/gpud/pull/1174 (a GB200 tray's NVLink5 NETIR fault)
 XID_149 = ("kernel: NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 01 "
            "(0x025001c6 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)")
+# NVIDIA's XID catalog: 74, NVLink error (an HGX server's NVLink, within its chassis)
+XID_74 = ("kernel: NVRM: Xid (PCI:0000:ba:00): 74, pid='<unknown>', name=<unknown>, NVLink: fatal error detected "
+          "on link 5(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
 # https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
 XID_79 = "kernel: NVRM: Xid (PCI:0019:01:00): 79, GPU has fallen off the bus."
 
@@ -51,3 +55,9 @@ def test_a_gpu_off_the_bus_outranks_its_peers_nvlink_errors(tmp_path):
     assert (v["domain"], v["cause"], v["quality"], v["culprit_nodes"]) == (
         "gpu", "gpu.fallen_off_bus", "definitive", ["t2"])
     assert v["alternatives"] == []
+
+
+def test_another_servers_nvlink_error_beside_a_lost_gpu_is_a_rival(tmp_path):
+    v = _verdict(tmp_path, "813", {"t1": ("10:20:00", XID_74), "t2": ("10:20:01", XID_79)})
+    assert v["quality"] == "ambiguous"
+    assert v["culprit_nodes"] == ["t1", "t2"]

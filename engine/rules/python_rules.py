@@ -175,6 +175,14 @@ def attempt_job_id() -> pl.Expr:
     return pl.coalesce(pl.col("attempt_id").str.extract(r"^slurm/[^/]+/([^/]+)/", 1), pl.col("job_id"))
 
 
+def origin_position() -> list[pl.Expr]:
+    """``_file`` and ``_line``: the input and the line number of each row's ``origin``
+    (``<input>:<n>``; the line null where the origin holds none), which order the lines of
+    one file."""
+    origin = pl.col("origin")
+    return [origin.str.replace(r":\d+$", "").alias("_file"), origin.str.extract(r":(\d+)$").cast(pl.Int64).alias("_line")]
+
+
 def param(name: str) -> pl.Expr:
     """The string value of ``name`` in an event's ``params`` (JSON), null where absent."""
     return pl.col("params").str.extract(rf'"{name}": ?"([^"]*)"', 1)
