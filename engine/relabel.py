@@ -222,9 +222,11 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: ti
     return _relabel(events, pairs, "confirmation", only_roots=True)
 
 
-LINK_DOWN_CAUSES = ("network.link_down", "network.link_flap", "network.nic_tx_timeout")
+LINK_DOWN_CAUSES = ("network.link_down", "network.link_flap", "network.nic_tx_timeout", "network.transceiver_error")
 """Causes of a port or NIC that stopped passing traffic and may come back: a link-down, the
-port error NCCL's async thread reports, a transmit queue the driver reset."""
+port error NCCL's async thread reports, a transmit queue the driver reset, a transceiver's
+error that took its port down (high temperature, a bad cable) until it was reseated or
+cooled ("Cable plugged", the port active again)."""
 LINK_UP_CAUSE = "network.link_up"
 LUSTRE_LOST_EVENT = "storage.lustre_connection_lost"
 LUSTRE_RESTORED_EVENT = "storage.lustre_connection_restored"

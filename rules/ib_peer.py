@@ -6,7 +6,9 @@ end of the queue pair; Open MPI's openib BTL prints ``… from <host> to: <peer>
 polling LP CQ with status RETRY EXCEEDED ERROR status number 12 …``; on AWS, the EFA
 plugin prints ``NET/OFI Request … completed with error … Unresponsive remote … Peer host
 id: i-…`` (the peer's EC2 instance id, or its EFA address before a handshake), and NCCL's
-socket transport ``Call to recv from <address><port> failed : Connection timed out``. A
+socket transport ``Call to recv from <address><port> failed : Connection timed out``;
+UCX prints ``Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 …)`` and, on the next
+line, the failed work request with the peer's LID (``[rqpn 0x637 rlid 1422]``). A
 bad cable, port or HCA breaks every connection through it, so the ranks on both sides of
 it report: the other nodes name the broken node's address, and the broken node names each
 of theirs. Every such report is a root candidate, and without more the verdict blames
@@ -52,12 +54,15 @@ from __future__ import annotations
 import polars as pl
 
 from engine.extract import address_banner
-from engine.rules.python_rules import link_to_roots, new_events, with_role
+from engine.rules.python_rules import link_to_roots, new_events, origin_position, with_role
 
 EVENTS = ("network.ib_retry_exceeded", "network.efa_peer_unresponsive", "network.socket_peer_unreachable")
 """The events of a ``with error 12`` / ``status=12`` / ``status number 12`` completion, of
 EFA's unresponsive peer (``fabric.yaml``) and of a NET/Socket connection that timed out
 (``communication.yaml``): a connection's transport retries ran out."""
+UCX_REQUEST = "network.ucx_failed_work_request"
+"""The second line of UCX's completion error report: the failed work request, with the
+remote LID (``fabric.yaml``)."""
 RULE_ID = "ib_common_peer"
 SILENT_END_EVENT = "network.ib_common_peer"
 LATE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "host", "workload")
@@ -83,17 +88,30 @@ ROOT_COLUMNS = ["attempt_id", "ts", "origin", "ts_source", "source", "cluster", 
 """The columns of a report an added root keeps (the line it rests on, its attempt)."""
 
 
+def _ucx_peers(events: pl.DataFrame) -> pl.DataFrame:
+    """``attempt_id``, ``node``, ``_file``, ``_line`` and ``_lid_peer`` of each UCX completion
+    error's peer: the LID of the failed work request UCX prints on the next line of the same
+    node's output (:data:`UCX_REQUEST`), as ``lid <n>``."""
+    return events.filter(pl.col("event") == UCX_REQUEST).select(
+        "attempt_id", "node", *origin_position(),
+        pl.concat_str([pl.lit("lid "), pl.col("params").str.json_path_match("$.lid")]).alias("_lid_peer"),
+    ).with_columns(pl.col("_line") - 1).drop_nulls().unique(["attempt_id", "node", "_file", "_line"], keep="first",
+                                                            maintain_order=True)
+
+
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Make the reports of the nodes around the shared end of an attempt's failing
     connections cascades of that end's first report (see the module docstring)."""
     reports = events.filter(
         pl.col("event").is_in(EVENTS) & (pl.col("role") == "root_candidate")
         & pl.col("attempt_id").is_not_null() & pl.col("node").is_not_null()
+    ).with_columns(*origin_position()).join(
+        _ucx_peers(events), on=["attempt_id", "node", "_file", "_line"], how="left", maintain_order="left",
     ).with_columns(
-        # EFA names a peer it never reached by its address only.
-        pl.coalesce(pl.col("params").str.json_path_match("$.peer"), pl.col("params").str.json_path_match("$.peer_addr"))
-        .alias("_peer")
-    ).filter(pl.col("_peer").is_not_null())
+        # EFA names a peer it never reached by its address only; UCX by its LID, a line below.
+        pl.coalesce(pl.col("params").str.json_path_match("$.peer"), pl.col("params").str.json_path_match("$.peer_addr"),
+                    "_lid_peer").alias("_peer")
+    ).drop("_file", "_line", "_lid_peer").filter(pl.col("_peer").is_not_null())
     if reports.is_empty():
         return events
     pairs = reports.select("attempt_id", "node", "_peer").unique()

@@ -2,8 +2,9 @@
 whatever else the attempt's nodes printed around it: the job that ran there before (its
 processes torn down with XID 45 on another node, in this attempt's ``lookback``) does not
 make the attempt start failing before it started, NCCL errors printed long after the link
-came back are another fault's, not the flap's, and the watchdog timeouts first linked to
-the flap corroborate the root that stands instead. Real lines, landed through the Slurm
+came back are another fault's, not the flap's, the watchdog timeouts first linked to the
+flap corroborate the root that stands instead, and a transceiver's error its port recovered
+from (reseated) is no root of an error the job printed forty minutes later. Real lines, landed through the Slurm
 connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job, watchdog_timeout
+from tests.end_to_end import CUDA_OOM, ITERATION, XID_79, role_of, syslog, verdicts_by_job, watchdog_timeout
 from tests.test_ib_peer import retry_exceeded
 
 # https://github.com/leptonai/gpud/pull/1209 (an IB port's flap, down then back up)
@@ -26,6 +27,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 831|831|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:40:00|k[3-5]|gres/gpu=24,node=3
 832|832|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|k[6-7]|gres/gpu=16,node=2
 833|833|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[8-9]|gres/gpu=16,node=2
+834|834|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T11:05:00|k[10-11]|gres/gpu=16,node=2
 """
 # A Lustre client that lost its metadata target and got it back 40 s later
 # (aws/aws-parallelcluster#2701: the loss and the RPC timeouts it printed meanwhile; the
@@ -39,6 +41,11 @@ LUSTRE_RPC_TIMEOUT = ("kernel: [268280.616562] Lustre: 3315:0:(client.c:2116:ptl
                       "520/544 e 0 to 1")
 LUSTRE_RESTORED = ("kernel: [268314.100000] Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection restored to "
                    "no2zxbmv-MDT0000 (at 10.0.47.232@tcp)")
+# mlx5's port module events (drivers/net/ethernet/mellanox/mlx5/core/events.c), as
+# leptonai/gpud's kmsg matcher tests and geerlingguy/arm-nas#16 show them: a transceiver
+# too hot took its port down, and came back once reseated.
+MODULE_HOT = "kernel: mlx5_core 0000:4b:00.0: Port module event[error]: module 3, Cable error, High Temperature"
+MODULE_PLUGGED = "kernel: mlx5_core 0000:4b:00.0: Port module event: module 3, Cable plugged"
 # https://github.com/QwenLM/Qwen-VL/issues/142
 SHAPE_ERROR = "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"
 
@@ -75,6 +82,12 @@ def verdicts(tmp_path_factory):
                                         ("10:05:40", LUSTRE_RESTORED), ("10:30:00", "kernel: ok")))
     (logs / "k9.log").write_text(syslog("k9", ("10:30:00", "kernel: ok")))
     (logs / "slurm-833.out").write_text(f"0: [2026-11-20 10:40:00,000] {ITERATION}\n1: [2026-11-20 10:45:00,000] {SHAPE_ERROR}\n")
+    # 834: k10's transceiver overheated at 10:20 and was back 9 s later; the job trained on
+    # until a rank on k11 ran out of GPU memory at 11:01.
+    (logs / "k10.log").write_text(syslog("k10", ("10:20:00", MODULE_HOT), ("10:20:09", MODULE_PLUGGED),
+                                         ("10:50:00", "kernel: ok")))
+    (logs / "k11.log").write_text(syslog("k11", ("10:50:00", "kernel: ok")))
+    (logs / "slurm-834.out").write_text(f"0: [2026-11-20 10:40:00,000] {ITERATION}\n8: [2026-11-20 11:01:36,000] {CUDA_OOM}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -101,3 +114,9 @@ def test_a_lustre_outage_its_client_recovered_from_is_no_root_of_a_later_error(v
     v = verdicts["833"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
     assert role_of(v, "storage.lustre_connection_lost") == "context"
+
+
+def test_a_transceiver_error_its_port_recovered_from_is_no_root_of_a_later_error(verdicts):
+    v = verdicts["834"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
+    assert role_of(v, "fabric.mlx5_port_module_event") == "context"

@@ -4,7 +4,8 @@ culprit; so is the node whose NCCL bootstrap banner shows the shared address, ev
 reported nothing, and the node an Open MPI openib report names by its host, and the one peer
 the one reporting node names, and the one node that reported nothing when every reporting
 node names one unmapped address; two nodes that only name each other stay suspects. EFA's unresponsive-peer
-errors (by instance id) and NCCL socket timeouts (by address) are read the same way. Real
+errors (by instance id), NCCL socket timeouts (by address) and UCX's reports (by the LID on
+the failed work request's line) are read the same way. Real
 NCCL lines, landed through the Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 810|810|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[34-37]|gres/gpu=32,node=4
 811|811|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[38-39]|gres/gpu=16,node=2
 812|812|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[40-42]|gres/gpu=24,node=3
+813|813|md|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[43-46]|gres/gpu=32,node=4
 """
 
 
@@ -42,6 +44,14 @@ def retry_exceeded(rank: int, node: str, peer: str) -> str:
     ``transport/net_ib.cc:1295`` source of NVIDIA/nccl#928."""
     return (f"{rank}: {node}:4551{rank}:4559{rank} [{rank % 8}] transport/net_ib.cc:1295 NCCL WARN NET/IB : "
             f"Got completion from peer {peer}<5231{rank}> with error 12, opcode 0, len 0, vendor err 129")
+
+
+def ucx_retry_exceeded(rank: int, node: str, lid: int) -> str:
+    """UCX's two-line report of a retry-exceeded completion from ``node``, the failed work
+    request's remote LID ``lid`` on the second line (openucx/ucx#5199's lines)."""
+    prefix = f"{rank}: [{node}:2700{rank}:0:2700{rank}] ib_mlx5_log.c:177  "
+    return (f"{prefix}Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)\n"
+            f"{prefix}RC QP 0xf0c{rank} wqe[53918]: SEND s-e [rqpn 0x637 rlid {lid}] [va 0x7f1c2a4e0000 len 65536 lkey 0x1a2f1]")
 
 
 def openib_retry_exceeded(rank: int, node: str, peer: str) -> str:
@@ -154,6 +164,10 @@ def verdicts(tmp_path_factory):
                                     bootstrap(16, "n42", "10.22.0.42")))
         + f"0: [2026-11-20 08:40:00,000] {ITERATION}\n16: {CUDA_OOM}\n"
         + "".join(retry_exceeded(*r) + "\n" for r in ((4, "n40", "10.22.0.42"), (12, "n41", "10.22.0.42"))))
+    # UCX (an MPI code on four nodes, a task per GPU): n43, n44 and n45 lose their
+    # connections to LID 1422, which n46 said nothing about (its port died with it).
+    (logs / "slurm-813.out").write_text(f"0: [2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(
+        ucx_retry_exceeded(rank, node, 1422) + "\n" for rank, node in ((0, "n43"), (8, "n44"), (16, "n45"))))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -261,3 +275,9 @@ def test_a_silent_end_whose_rank_died_of_its_own_error_is_that_errors_cascade(ve
     v = verdicts["812"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
     assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"cascade"}
+
+
+def test_ucx_reports_naming_one_lid_point_at_the_silent_node(verdicts):
+    v = verdicts["813"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n46"])
+    assert v["quality"] != "definitive"
