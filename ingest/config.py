@@ -213,7 +213,8 @@ def ingest_from_config(
     config_path: str | Path, day: date, derivations: Sequence[Derivation] = ()
 ) -> list[ConnectorReport]:
     """Run every configured connector for UTC ``day`` into the configured lake (opened with
-    ``derivations``, :class:`ingest.lake.Derivation`).
+    ``derivations``, :class:`ingest.lake.Derivation`), the ``topology`` connectors first (their
+    node aliases apply to what lands after them), the others in the order given.
 
     One failing connector never stops the others: its report carries the error (an
     unexpected exception too, with its type), the rest still land; the reports are kept in
@@ -225,7 +226,8 @@ def ingest_from_config(
     lake = Lake(config.lake, derivations)
     window = day_window(day)
     reports = []
-    for entry in config.connectors:
+    # Topology first: the node aliases it lands rename the nodes of the logs landed after it.
+    for entry in sorted(config.connectors, key=lambda entry: entry.type != "topology"):
         try:
             report = run_connector(lake, entry.cls(entry.options, entry.cluster), window)
         except Exception as exc:  # a bug in one connector must not cost the night's other data

@@ -125,6 +125,28 @@ clusters:
     assert reports[2].to_dict()["inputs"] == [str(tmp_path / "slurm" / "parsable2_alloc_D.txt")]
 
 
+def test_topology_lands_first_so_its_aliases_name_the_nights_logs(tmp_path):
+    """A node's syslog under its old hostname, listed before the topology that names the
+    alias: the nightly ingest lands the topology first, so the log's lines name the node."""
+    (tmp_path / "aliases.csv").write_text("node,alias\ngpu-b12,ml-node-23\n")
+    # drivers/net/ethernet/mellanox/mlx5/core: a port's link going down (leptonai/gpud#1209)
+    (tmp_path / "messages").write_text(
+        "2026-11-30T10:00:00+00:00 ml-node-23 kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN\n")
+    path = write(tmp_path, """\
+lake: lake
+clusters:
+  lab:
+    connectors:
+      - type: files
+        options: {paths: [messages], source: syslog}
+      - type: topology
+        options: {aliases_file: aliases.csv}
+""")
+    reports = ingest_from_config(path, date(2026, 11, 30))
+    assert [r.error for r in reports] == [None, None]
+    assert Lake(tmp_path / "lake").scan("observations").collect()["node"].to_list() == ["gpu-b12"]
+
+
 def test_day_window_is_utc_midnight_to_midnight():
     window = day_window(date(2026, 11, 30))
     assert (window.start.isoformat(), window.end.isoformat()) == (
