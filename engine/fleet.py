@@ -19,12 +19,14 @@ lake, vectorized across attempts:
   that node was blamed for an infrastructure failure of another job within
   ``repeat_window``: the first place to look. The verdict itself stays as the logs of the
   attempt make it.
-* **Silent data corruption suspects** — a loss gone NaN or infinite on the ranks of one
-  node only is the job's own as far as its logs tell; when other jobs' losses of the run
-  went so on that same node, and on it alone, within ``repeat_window`` (earlier verdicts
-  keep no evidence to tell where their NaN came from), a GPU of it may be computing
-  wrong numbers: each such verdict gets a ``fleet`` note naming the node, and is
-  ``probable`` at most (the code may still be at fault).
+* **GPU suspects** — a loss gone NaN or infinite, or a CUDA fault (an illegal memory
+  access, an XID 13 or 31, a launch failure…: :data:`GPU_FAULT_CAUSES`), on the ranks of
+  one node only is the job's own as far as its logs tell; when other jobs of the run ended
+  so on that same node, and on it alone, within ``repeat_window`` (earlier verdicts keep
+  no evidence to tell which node their fault was on), a GPU of it may be failing or
+  computing wrong numbers: each such verdict gets a ``fleet`` note naming the node
+  (``fleet.sdc_suspect`` on a NaN loss, ``fleet.gpu_fault_suspect`` on a CUDA fault), and
+  is ``probable`` at most (the code may still be at fault).
 
 A run applies them in two steps: :func:`fleet_notes` over a slim view of every verdict,
 then :func:`apply_fleet_notes` to each chunk of full verdicts as it is written.
@@ -41,11 +43,15 @@ from engine.decide import EVIDENCE_DTYPE, INFRASTRUCTURE
 from ingest.schema import het_leader
 
 
-def _fleet_evidence(ts: pl.Expr, node: pl.Expr, rule_id: str, event: str, message: pl.Expr) -> pl.Expr:
+def _fleet_evidence(ts: pl.Expr, node: pl.Expr, rule_id: str | pl.Expr, event: str | pl.Expr,
+                    message: pl.Expr) -> pl.Expr:
+    """One ``fleet`` evidence entry (a confirmation: the fleet corroborates or questions,
+    it never adds a root)."""
+    rule_id, event = (pl.lit(v) if isinstance(v, str) else v for v in (rule_id, event))
     return pl.struct(
         ts.alias("ts"), node.alias("node"), pl.lit(None, dtype=pl.Int32).alias("rank"),
         pl.lit("fleet").alias("source"), pl.lit("confirmation").alias("role"),
-        pl.lit(rule_id).alias("rule_id"), pl.lit(event).alias("event"),
+        rule_id.alias("rule_id"), event.alias("event"),
         pl.lit(1, dtype=pl.Int64).alias("count"), message.alias("message"),
         pl.lit(None, dtype=pl.String).alias("origin"),
     ).cast(EVIDENCE_DTYPE)
@@ -165,50 +171,78 @@ def _outside_systemic_events(blames: pl.DataFrame, config: EngineConfig) -> pl.D
 SILENT_RULE = "straggler_rank"
 """The rule whose evidence names the node an attempt's other ranks waited for (``rules/straggler.py``)."""
 NAN_CAUSE = "workload.non_finite_loss"
-"""The cause, and the event, of a loss gone NaN or infinite (``rules/cuda_framework.yaml``)."""
+"""The cause of a loss gone NaN or infinite (``rules/cuda_framework.yaml``)."""
+GPU_FAULT_CAUSES = (
+    NAN_CAUSE, "workload.illegal_memory_access", "workload.gpu_illegal_address", "workload.gpu_mmu_fault",
+    "workload.kernel_exception", "workload.launch_failure", "workload.illegal_instruction",
+    "workload.cublas_failure",
+)
+"""Workload causes a failing GPU also produces: the XID catalog sends XID 13 and 31 to
+diagnostics to tell the GPU from the application, and a GPU whose memory or arithmetic
+fails makes any code fault the same way. One job's fault is its code's; several jobs'
+faults confined to one node are the node's question (:func:`mark_gpu_suspects`)."""
 
 
 def slim_view(verdicts: pl.DataFrame) -> pl.DataFrame:
     """The columns of ``verdicts`` the fleet views read: :data:`FLEET_COLUMNS`,
     ``silent_nodes``, the nodes the evidence says the attempt's other ranks waited for, and
-    ``nan_nodes``, the nodes whose ranks' losses went NaN (its root evidence)."""
+    ``fault_nodes``, the nodes of the root evidence of a :data:`GPU_FAULT_CAUSES` verdict
+    (empty for any other)."""
     field = pl.element().struct.field
     silent = field("node").filter(field("rule_id") == SILENT_RULE)
-    nan = field("node").filter((field("event") == NAN_CAUSE) & (field("role") == "root_candidate"))
+    root = field("node").filter(field("role") == "root_candidate")
     return verdicts.select(
         *FLEET_COLUMNS,
         pl.col("evidence").list.eval(silent.drop_nulls()).list.unique().list.sort().alias("silent_nodes"),
-        pl.col("evidence").list.eval(nan.drop_nulls()).list.unique().list.sort().alias("nan_nodes"),
+        pl.when(pl.col("cause").is_in(GPU_FAULT_CAUSES))
+        .then(pl.col("evidence").list.eval(root.drop_nulls()).list.unique().list.sort())
+        .otherwise(pl.lit([], dtype=pl.List(pl.String))).alias("fault_nodes"),
     )
 
 
-def mark_sdc_suspects(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
-    """Note, on each verdict whose loss went NaN on the ranks of one node only, that node
-    when the losses of other jobs went NaN on it alone within ``repeat_window``, and make
-    such a verdict ``probable`` at most (see the module docstring)."""
+def mark_gpu_suspects(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
+    """Note, on each :data:`GPU_FAULT_CAUSES` verdict whose fault was on the ranks of one
+    node only, that node when other jobs of the run ended of such a fault on it alone
+    within ``repeat_window`` (one fault that struck two jobs sharing the node, within
+    ``clock_skew``, is one), and make such a verdict ``probable`` at most (see the module
+    docstring)."""
     window = timedelta(seconds=config.seconds("repeat_window"))
-    confined = verdicts.filter((pl.col("cause") == NAN_CAUSE) & (pl.col("nan_nodes").list.len() == 1)).select(
-        "attempt_id", het_leader(pl.col("job_id")), "cluster", "end_ts", pl.col("nan_nodes").list.first().alias("node"),
+    same_fault = timedelta(seconds=config.seconds("clock_skew"))
+    confined = verdicts.filter(
+        pl.col("cause").is_in(GPU_FAULT_CAUSES) & (pl.col("quality") != "ambiguous")
+        & (pl.col("fault_nodes").list.len() == 1)
+    ).select(
+        "attempt_id", het_leader(pl.col("job_id")), "cluster", "cause", "end_ts", "first_fault_ts",
+        pl.col("fault_nodes").list.first().alias("node"),
     )
     if confined.is_empty():
         return verdicts
+    apart = (pl.col("first_fault_ts_other") - pl.col("first_fault_ts")).abs()
     pairs = (
         confined.join(confined, on=["cluster", "node"], suffix="_other")
         .filter((pl.col("job_id_other") != pl.col("job_id"))
-                & ((pl.col("end_ts_other") - pl.col("end_ts")).abs() <= window))
-        .group_by("attempt_id", "node", "end_ts").agg(pl.col("job_id_other").n_unique().alias("others"))
+                & ((pl.col("end_ts_other") - pl.col("end_ts")).abs() <= window)
+                & (apart > same_fault).fill_null(True))
+        .group_by("attempt_id", "node", "cause", "end_ts")
+        .agg(pl.col("job_id_other").n_unique().alias("others"),
+             pl.col("cause_other").unique().sort().str.join(", ").alias("causes"))
     )
     if pairs.is_empty():
         return verdicts
     message = pl.concat_str([
-        pl.lit("the losses of "), pl.col("others").cast(pl.String),
-        pl.lit(" other job(s) went NaN on "), pl.col("node"),
-        pl.lit(f" alone too, within {config.repeat_window}: a GPU of it may compute wrong numbers (silent data "
-               "corruption); test it (dcgmi diag -r 3) before blaming the code"),
+        pl.col("others").cast(pl.String), pl.lit(" other job(s) ended on a GPU fault on "), pl.col("node"),
+        pl.lit(" alone too ("), pl.col("causes"),
+        pl.lit(f"), within {config.repeat_window}: a GPU of it may be failing or computing wrong numbers "
+               "(silent data corruption); test it (dcgmi diag -r 3) before blaming the code"),
     ])
+    nan = pl.col("cause") == NAN_CAUSE
     notes = pairs.select(
         "attempt_id",
-        _fleet_evidence(pl.col("end_ts"), pl.col("node"), "fleet.sdc_suspect", "sdc_suspect", message).alias("_note"),
+        _fleet_evidence(
+            pl.col("end_ts"), pl.col("node"),
+            pl.when(nan).then(pl.lit("fleet.sdc_suspect")).otherwise(pl.lit("fleet.gpu_fault_suspect")),
+            pl.when(nan).then(pl.lit("sdc_suspect")).otherwise(pl.lit("gpu_fault_suspect")), message,
+        ).alias("_note"),
     )
     return _update_noted(verdicts, notes, [
         pl.concat_list("evidence", "_note").alias("evidence"),
@@ -339,12 +373,12 @@ def fleet_notes(
     not their evidence trails, and applies the notes (:func:`apply_fleet_notes`) when it
     writes each chunk.
     """
-    slim = (verdicts if "nan_nodes" in verdicts.columns else slim_view(verdicts)).with_columns(
+    slim = (verdicts if "fault_nodes" in verdicts.columns else slim_view(verdicts)).with_columns(
         pl.lit([], dtype=pl.List(EVIDENCE_DTYPE)).alias("evidence")
     )
     out = add_switch_ports(slim, topology)
     out = mark_silent_suspects(mark_repeat_offenders(out, history, config), history, config)
-    out = mark_sdc_suspects(mark_systemic(out, config), config)
+    out = mark_gpu_suspects(mark_systemic(out, config), config)
     before = slim.select("attempt_id", pl.col("culprit_ports").alias("_ports0"), pl.col("quality").alias("_quality0"))
     return (
         out.join(before, on="attempt_id", how="left")

@@ -187,6 +187,53 @@ def test_nan_losses_of_several_jobs_on_one_node_alone_are_noted_as_silent_data_c
     for attempt in ("a", "b"):
         assert (v[attempt]["cause"], v[attempt]["quality"]) == ("workload.non_finite_loss", "probable")
         notes = [e for e in v[attempt]["evidence"] if e["rule_id"] == "fleet.sdc_suspect"]
-        assert [(n["node"], "1 other job(s) went NaN on n3 alone" in n["message"]) for n in notes] == [("n3", True)]
+        assert [(n["node"], "1 other job(s) ended on a GPU fault on n3 alone too (workload.non_finite_loss)"
+                 in n["message"]) for n in notes] == [("n3", True)]
     for attempt in ("c", "d"):
         assert not any(e["rule_id"] == "fleet.sdc_suspect" for e in v[attempt]["evidence"])
+
+
+def test_cuda_faults_of_several_jobs_on_one_node_alone_make_its_gpu_a_suspect():
+    """Three users' jobs on n3 ended on an illegal memory access, an XID 13 and a NaN loss,
+    each on n3's ranks alone: each verdict stays its code's, probable at most, with a note
+    naming n3 and the other jobs' causes. The same fault seen by two jobs sharing n3 at one
+    instant is one fault; an ambiguous verdict, a fault on two nodes and a CUDA OOM are
+    no such faults."""
+    att = attempts({"attempt_id": "a", "job_id": "1", "user": "u1", "nodes": ["n3", "n4"]},
+                   {"attempt_id": "b", "job_id": "2", "user": "u2", "nodes": ["n3"],
+                    "start_ts": at(100), "end_ts": at(160)},
+                   {"attempt_id": "c", "job_id": "3", "user": "u3", "nodes": ["n2", "n3"],
+                    "start_ts": at(200), "end_ts": at(260)},
+                   {"attempt_id": "d", "job_id": "4", "user": "u4", "nodes": ["n5", "n6"]},
+                   {"attempt_id": "e", "job_id": "5", "user": "u5", "nodes": ["n5"],
+                    "start_ts": at(100), "end_ts": at(160)},
+                   {"attempt_id": "f", "job_id": "6", "user": "u6", "nodes": ["n7"]},
+                   {"attempt_id": "g", "job_id": "7", "user": "u7", "nodes": ["n7"]})
+    app = {"domain": "workload", "action": "fix_workload", "source": "app"}
+    ima = {**app, "event": "workload.illegal_memory_access", "cause": "workload.illegal_memory_access",
+           "message": "RuntimeError: CUDA error: an illegal memory access was encountered"}
+    oom = {**app, "event": "workload.cuda_oom", "cause": "workload.cuda_oom",
+           "message": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"}
+    xid13 = {"event": "xid_13_graphics_exception", "domain": "workload", "cause": "workload.gpu_illegal_address",
+             "action": "fix_workload", "source": "kmsg",
+             "message": "NVRM: Xid (PCI:0000:9d:00): 13, pid=48871, name=python, Graphics Exception: ESR 0x50d730=0x2"}
+    nan = {**app, "event": "workload.non_finite_loss", "cause": "workload.non_finite_loss",
+           "message": "Loss is nan, stopping training"}
+    ev = events({**ima, "attempt_id": "a", "node": "n3", "rank": 2, "ts": at(20)},
+                {**xid13, "node": "n3", "ts": at(120)},
+                {**nan, "attempt_id": "c", "node": "n3", "rank": 9, "ts": at(220)},
+                {**ima, "attempt_id": "d", "node": "n5", "rank": 1, "ts": at(20)},
+                {**ima, "attempt_id": "d", "node": "n6", "rank": 9, "ts": at(20)},
+                {**oom, "attempt_id": "e", "node": "n5", "rank": 0, "ts": at(120)},
+                {**xid13, "node": "n7", "ts": at(20)})
+    v = run_fleet(att, ev)
+    expected = {"a": ("fleet.gpu_fault_suspect", "workload.gpu_illegal_address, workload.non_finite_loss"),
+                "b": ("fleet.gpu_fault_suspect", "workload.illegal_memory_access, workload.non_finite_loss"),
+                "c": ("fleet.sdc_suspect", "workload.gpu_illegal_address, workload.illegal_memory_access")}
+    for attempt, (rule, causes) in expected.items():
+        assert v[attempt]["quality"] == "probable"
+        notes = [e for e in v[attempt]["evidence"] if e["source"] == "fleet"]
+        assert [(n["rule_id"], n["node"]) for n in notes] == [(rule, "n3")]
+        assert f"2 other job(s) ended on a GPU fault on n3 alone too ({causes})" in notes[0]["message"]
+    for attempt in "defg":
+        assert not any(e["source"] == "fleet" for e in v[attempt]["evidence"]), attempt
