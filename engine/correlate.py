@@ -16,9 +16,8 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import EngineConfig
-from engine.decide import CLOCK_OFFSET_RULE
+from engine.decide import CLOCK_OFFSET_RULE, reports_timeout
 from engine.extract import DEDUPE_KEYS, dedupe_events, dedupe_window_s
-from engine.relabel import reports_timeout
 from engine.rules.loader import RulePack
 from engine.rules.python_rules import attempt_job_id, new_events, origin_position, param
 

@@ -15,8 +15,9 @@ skew`` across nodes, ``tie_window`` on one node):
 
 When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
 TIMEOUT → ``scheduler.time_limit``…) is the fallback root (so it is when the only root is
-a cancellation that gives no reason and the state gives one: DEADLINE); it names no
-culprit, except the node of a one-node attempt whose state blames the infrastructure
+a cancellation that gives no reason and the state gives one: DEADLINE), but not a time
+limit that ended a job whose watchdogs had reported a hung collective long before
+(:func:`hung_before_the_limit`); it names no culprit, except the node of a one-node attempt whose state blames the infrastructure
 (NODE_FAIL, BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A successful
 attempt gets ``domain = none``.
 
@@ -65,6 +66,40 @@ ROLE_ORDER = {"root_candidate": 0, "confirmation": 1, "cascade": 2, "context": 3
 REASONLESS_CANCEL = "scheduler.cancelled"
 """The cause of a cancellation that says nobody's reason (slurmstepd's bare banner): a
 scheduler state that names one (``scheduler.deadline``…) is the verdict instead."""
+TIME_LIMIT = "scheduler.time_limit"
+"""The cause of the scheduler's TIMEOUT (``states.yaml``)."""
+HUNG_BEFORE_LIMIT = timedelta(minutes=10)
+"""How long before the end of an attempt the scheduler timed out a watchdog must have
+reported a hung collective for the time limit to be only what stopped a hung job."""
+
+
+def reports_timeout() -> pl.Expr:
+    """Whether an event's params carry a ``timeout_ms`` (NCCL's watchdog reports): a
+    literal search, cheap over every row, before the few are parsed."""
+    return pl.col("params").str.contains('"timeout_ms"', literal=True).fill_null(False)
+
+
+def hung_before_the_limit(events: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
+    """``attempt_id`` of each attempt the scheduler ended at its time limit (TIMEOUT) whose
+    ranks' watchdogs had reported a hung collective more than :data:`HUNG_BEFORE_LIMIT`
+    before (the latest moment the first report can have been printed, its ``ts_hi``).
+
+    Ranks that keep waiting once their watchdog fired (``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``)
+    sit hung until the limit ends them: more time would not have helped, so the state is no
+    fallback root for them. Without a log root the verdict is ``unknown.symptoms_only``,
+    its evidence the timeouts and the rank they waited for (``straggler.py``)."""
+    timed_out = attempts.filter(pl.col("state") == "timeout").select("attempt_id", "end_ts")
+    if timed_out.is_empty():
+        return timed_out.select("attempt_id")
+    reports = events.filter((pl.col("role") == "cascade") & reports_timeout()).select("attempt_id", "ts_hi")
+    return (
+        reports.join(timed_out, on="attempt_id")
+        .group_by("attempt_id").agg(pl.col("ts_hi").min(), pl.col("end_ts").first())
+        .filter(pl.col("ts_hi") < pl.col("end_ts") - HUNG_BEFORE_LIMIT)
+        .select("attempt_id")
+    )
+
+
 CLOCK_OFFSET_RULE = "clock_offset"
 """The rule id of the engine's notes that a node's lines were moved by its clock's offset
 (:func:`engine.correlate.clock_offsets`): kept with the roots, whose times they explain."""
@@ -379,7 +414,10 @@ def decide(
     # One integer key per (attempt, event) row: the evidence finds its roots by it.
     events = events.with_row_index("_row")
     roots = select_root_cause(events, config, pack.node_naming(), idle)
-    fallback = state_fallback(attempts, pack.state)
+    fallback = state_fallback(attempts, pack.state).join(
+        hung_before_the_limit(events, attempts).with_columns(pl.lit(TIME_LIMIT).alias("state_cause")),
+        on=["attempt_id", "state_cause"], how="anti",
+    )
     # A symptom linked to any of the reports the root stands for corroborates it: the driver
     # prints XID 79 and its plain "fallen off the bus" line at one instant, and the cascades
     # may link to the one the root is not.

@@ -16,7 +16,7 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
-from engine.decide import INFRASTRUCTURE, REASONLESS_CANCEL
+from engine.decide import INFRASTRUCTURE, REASONLESS_CANCEL, reports_timeout
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 from engine.rules.python_rules import with_role
 
@@ -356,8 +356,9 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     its onset (:func:`_onset`). So is a scheduler's end of the job stamped that late
     (:data:`LATE_ENDS`: ``scancel``'s banner, the time limit's): someone, or the clock,
     stopped a job that was already stuck (ranks that keep waiting once their watchdog
-    fired, with ``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``, until the limit ends them), and the
-    scheduler's record of it stays the fallback when nothing else explains the hang.
+    fired, with ``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``, until the limit ends them); the
+    scheduler's record of a cancellation stays the fallback when nothing else explains the
+    hang, its record of the time limit not (:func:`engine.decide.hung_before_the_limit`).
 
     A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
     another node's, or none) stays: that rank is the one the others waited for, and its
@@ -409,12 +410,6 @@ def _onset() -> pl.Expr:
     stuck that long)."""
     stuck = pl.col("params").str.extract(STUCK_S, 1).cast(pl.Int64, strict=False).fill_null(0)
     return pl.col("ts") - pl.duration(seconds=stuck)
-
-
-def reports_timeout() -> pl.Expr:
-    """Whether an event's params carry a ``timeout_ms`` (NCCL's watchdog reports): a
-    literal search, cheap over every row, before :func:`_timeout_ms` parses the few."""
-    return pl.col("params").str.contains('"timeout_ms"', literal=True).fill_null(False)
 
 
 def _timeout_ms() -> pl.Expr:

@@ -32,6 +32,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 613|613|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[33-34]|gres/gpu=4,node=2
 614|614|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[35-36]|gres/gpu=4,node=2
 615|615|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[37-38]|gres/gpu=4,node=2
+616|616|train|alice|TIMEOUT|0:0|2026-11-20T09:00:00|2026-11-20T12:40:05|n[39-40]|gres/gpu=4,node=2
+617|617|train|alice|TIMEOUT|0:0|2026-11-20T09:00:00|2026-11-20T10:45:05|n[41-42]|gres/gpu=4,node=2
 """
 # The NFS client's report of a server that stopped answering (kangear/tiny210v2-uboot#5),
 # printed once its major timeout ran out.
@@ -97,6 +99,12 @@ def verdicts(tmp_path_factory):
     # waiting; the time limit ended the job two hours later.
     limit = "slurmstepd: error: *** JOB 612 ON n31 CANCELLED AT 2026-11-20T12:40:00 DUE TO TIME LIMIT ***\n"
     (logs / "slurm-612.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3)) + limit)
+    # 616: 612 with rank 2 silent (no rank 0 work to blame); 617: the limit came five
+    # minutes after the timeouts, too soon to say the job would not have finished.
+    for job, node, end in (("616", "n39", "12:40:00"), ("617", "n41", "10:45:00")):
+        (logs / f"slurm-{job}.out").write_text(
+            "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1, 3))
+            + limit.replace("612", job).replace("n31", node).replace("12:40:00", end))
     # 613: rank 0's monitored barrier (ProcessGroupGloo.cpp) names rank 3, which never came.
     (logs / "slurm-613.out").write_text(
         "0: [rank0]:[E1120 10:40:00.402111 1213 ProcessGroupGloo.cpp:2889] [Rank 0]: Rank 3 failed to pass "
@@ -206,6 +214,18 @@ def test_a_time_limit_long_after_the_hang_only_stopped_the_job(verdicts):
     v = verdicts["612"]
     assert (v["domain"], v["cause"], v["culprit_ranks"]) == ("workload", "workload.straggler_rank", [0])
     assert role_of(v, "scheduler.slurm_cancelled_due_to") == "context"
+
+
+def test_a_time_limit_long_after_a_hang_no_rank_explains_is_no_root(verdicts):
+    """Nothing explains 616's hang but rank 2 on n40, which never joined: the time limit two
+    hours later is no root (more time would not have helped), the verdict is symptoms only
+    with the rank named. 617's limit five minutes after the timeouts stays the fallback."""
+    v = verdicts["616"]
+    assert (v["domain"], v["cause"], v["quality"]) == ("unknown", "unknown.symptoms_only", "insufficient")
+    assert v["recommended_action"] != "increase_time_limit"
+    assert [(e["node"], e["rank"]) for e in v["evidence"] if e["rule_id"] == "straggler_rank"] == [("n40", 2)]
+    assert role_of(v, "scheduler.slurm_cancelled_due_to") == "context"
+    assert verdicts["617"]["cause"] == "scheduler.time_limit"
 
 
 def test_the_monitored_barrier_names_the_rank_that_never_came(verdicts):
