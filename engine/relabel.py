@@ -18,7 +18,7 @@ import polars as pl
 from engine.config import NODE_LOG_SOURCES
 from engine.decide import INFRASTRUCTURE, REASONLESS_CANCEL, reports_timeout
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
-from engine.rules.python_rules import with_role
+from engine.rules.python_rules import param, with_role
 
 SCOPE_KEYS = {
     "attempt": ["attempt_id"],
@@ -230,18 +230,29 @@ cooled ("Cable plugged", the port active again)."""
 LINK_UP_CAUSE = "network.link_up"
 LUSTRE_LOST_EVENT = "storage.lustre_connection_lost"
 LUSTRE_RESTORED_EVENT = "storage.lustre_connection_restored"
+NFS_DOWN_EVENT = "storage.nfs_not_responding"
+NFS_UP_EVENT = "storage.nfs_recovered"
 
 
 def _outage(down: bool) -> pl.Expr:
     """Which kind of outage an event opens (``down``) or closes: ``link`` (a port's
-    link-down / link-up, by cause) or ``lustre`` (a client's lost / restored connection)."""
+    link-down / link-up, by cause), ``lustre`` (a client's lost / restored connection) or
+    ``nfs`` (a server ``not responding`` / ``OK``)."""
     link = pl.col("cause").is_in(LINK_DOWN_CAUSES) if down else pl.col("cause") == LINK_UP_CAUSE
     lustre = LUSTRE_LOST_EVENT if down else LUSTRE_RESTORED_EVENT
+    nfs = NFS_DOWN_EVENT if down else NFS_UP_EVENT
     return (
         pl.when(link).then(pl.lit("link"))
         .when(pl.col("event") == lustre).then(pl.lit("lustre"))
+        .when(pl.col("event") == nfs).then(pl.lit("nfs"))
         .alias("_outage")
     )
+
+
+def _outage_of() -> pl.Expr:
+    """What an outage event is of, that its recovery must name too: the port of a link, the
+    server of an NFS mount (null: any recovery of its kind on its node closes it)."""
+    return pl.when(pl.col("event").is_in([NFS_DOWN_EVENT, NFS_UP_EVENT])).then(param("server")).otherwise(pl.col("port"))
 
 
 FELT_WITHIN = timedelta(minutes=2)
@@ -251,8 +262,8 @@ a NET/IB error (a launcher that shows only local rank 0)."""
 
 
 def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
-    """A port that went down and came back up, or a Lustre connection lost and restored,
-    more than :data:`FELT_WITHIN` before the attempt started failing is not its root cause:
+    """A port that went down and came back up, a Lustre connection lost and restored, or an
+    NFS server that stopped answering and came back (``nfs: server … OK``), more than :data:`FELT_WITHIN` before the attempt started failing is not its root cause:
     such root candidates become ``context`` — unless errors the application reported were
     tied to it, or to another outage of its node, as their confirmations (NCCL's
     ``NET/IB`` retry errors: the flap did break the job's traffic, though the watchdog
@@ -266,7 +277,7 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     ``Timeout(ms)``) started failing that long before it was printed: a collective that hung
     while the port flapped is noticed only when the timeout runs out. The recovery must be
     on the same node and port (a link-up of cause ``network.link_up``: the kernel's, or
-    NCCL's ``port active``; a Lustre ``Connection restored``); an outage that names no port
+    NCCL's ``port active``; a Lustre ``Connection restored``; the same NFS server's ``OK``); an outage that names no port
     (NCCL's ``Got async event : port error`` of older releases, a transmit timeout of a
     netdev) is closed by a link-up of any port of its node.
     """
@@ -278,7 +289,7 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     events = _with_rows(events)
     downs = events.filter(is_down).with_columns(_outage(down=True))
     ups = events.filter(_outage(down=False).is_not_null()).select(
-        "attempt_id", "node", pl.col("port").alias("_up_port"), _outage(down=False), pl.col("ts").alias("_up")
+        "attempt_id", "node", _outage_of().alias("_up_port"), _outage(down=False), pl.col("ts").alias("_up")
     )
     # The node's own reports while its outage lasted (a Lustre client's RPC timeouts while
     # its target was gone) are the outage, not the attempt failing.
@@ -310,7 +321,7 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     )
     felt = (pl.col("_confirmed") <= pl.col("_up") + FELT_WITHIN).fill_null(False)
     recovered = (
-        downs.select("_row", "attempt_id", "node", "port", "_outage", "event_id", "ts")
+        downs.select("_row", "attempt_id", "node", _outage_of().alias("port"), "_outage", "event_id", "ts")
         .join(ups, on=["attempt_id", "node", "_outage"], how="inner", nulls_equal=True)
         .filter(pl.col("port").is_null() | pl.col("port").eq_missing(pl.col("_up_port")))
         .join(failing, on="attempt_id")

@@ -28,7 +28,14 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 832|832|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|k[6-7]|gres/gpu=16,node=2
 833|833|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[8-9]|gres/gpu=16,node=2
 834|834|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T11:05:00|k[10-11]|gres/gpu=16,node=2
+835|835|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[12-13]|gres/gpu=16,node=2
+836|836|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[14-15]|gres/gpu=16,node=2
 """
+# The NFS client's reports of a server that stopped answering and came back (the kernel's
+# "not responding, still trying" and "OK", as leptonai/gpud's NFS matcher and
+# kangear/tiny210v2-uboot#5 show them).
+NFS_DOWN = "kernel: nfs: server {server} not responding, still trying"
+NFS_OK = "kernel: nfs: server {server} OK"
 # A Lustre client that lost its metadata target and got it back 40 s later
 # (aws/aws-parallelcluster#2701: the loss and the RPC timeouts it printed meanwhile; the
 # restore in the client's "Connection restored to <target> (at <nid>)" words).
@@ -88,6 +95,16 @@ def verdicts(tmp_path_factory):
                                          ("10:50:00", "kernel: ok")))
     (logs / "k11.log").write_text(syslog("k11", ("10:50:00", "kernel: ok")))
     (logs / "slurm-834.out").write_text(f"0: [2026-11-20 10:40:00,000] {ITERATION}\n8: [2026-11-20 11:01:36,000] {CUDA_OOM}\n")
+    # 835: k12's NFS server stopped answering at 10:05 and was back 25 s later; the job ran
+    # on until its own error at 10:45. 836: the same, but the server that came back is
+    # another one: nas01 never answered again.
+    for job, node, back in (("835", "k12", "nas01"), ("836", "k14", "nas02")):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:05:00", NFS_DOWN.format(server="nas01")),
+                                                 ("10:05:25", NFS_OK.format(server=back)), ("10:30:00", "kernel: ok")))
+        (logs / f"slurm-{job}.out").write_text(f"0: [2026-11-20 10:40:00,000] {ITERATION}\n"
+                                               f"1: [2026-11-20 10:45:00,000] {SHAPE_ERROR}\n")
+    for node in ("k13", "k15"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:30:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -120,3 +137,11 @@ def test_a_transceiver_error_its_port_recovered_from_is_no_root_of_a_later_error
     v = verdicts["834"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
     assert role_of(v, "fabric.mlx5_port_module_event") == "context"
+
+
+def test_an_nfs_server_that_answered_again_is_no_root_of_a_later_error(verdicts):
+    """Only the same server's ``OK`` ends its outage: another server answering says nothing."""
+    v = verdicts["835"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
+    assert role_of(v, "storage.nfs_server_state") == "context"
+    assert verdicts["836"]["domain"] == "storage"
