@@ -18,10 +18,12 @@ on one node (every rank of a node that hung): that node is named. The event's ti
 the collective began, the first timeout less its ``Timeout(ms)``.
 
 A node the others waited for that reported its CPUs stuck (soft lockups under a minute,
-``context`` on their own: a busy node prints them too) between the start of the
-collective and the first timeout (the latest moment it can have been printed; a repeated
-report counts when any of its repeats falls in that wait) hung there: those reports
-become its root candidates.
+``context`` on their own: a busy node prints them too), a task blocked for minutes, or
+its CPUs or GPUs slowed by heat or a power brake (:data:`WAIT_REPORTS`) between the start
+of the collective and the first timeout (the latest moment it can have been printed; a
+repeated report counts when any of its repeats falls in that wait) hung or crawled there:
+those reports become its root candidates (never ``definitive``: nothing links the
+timeouts to them).
 
 When every rank timed out, none is missing; but a collective every rank entered still
 waits for the slowest, and a node whose kernel reported tasks blocked for minutes
@@ -53,6 +55,15 @@ STALL_CAUSE = "host.cpu_stall"
 """The cause of a node's reports of a CPU stuck in the kernel (``host.yaml``)."""
 HUNG_EVENT = "host.hung_task"
 """The event of the kernel's report of a task blocked for minutes (``host.yaml``)."""
+WAIT_REPORTS = (
+    (pl.col("cause").is_in([STALL_CAUSE, "host.cpu_thermal_throttle", "gpu.thermal_power_slowdown", "gpu.thermal"])
+     & (pl.col("role") == "context"))
+    | (pl.col("event") == HUNG_EVENT)
+)
+"""What a silent node may have reported while the others waited that says why it never
+came: its CPUs stuck, a task blocked in the kernel, its CPUs or GPUs throttled (the kernel's
+thermal throttle, DCGM's or the driver's slowdown reports, DCGM's temperature gauge above
+its slowdown point: ``host.yaml``, ``gpu_health.yaml``, ``metrics.yaml``)."""
 
 
 def _world(attempts: pl.DataFrame) -> pl.DataFrame:
@@ -66,8 +77,8 @@ def _world(attempts: pl.DataFrame) -> pl.DataFrame:
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Add a straggler event to each attempt without a root whose ranks all reported a
     watchdog timeout but one, or but ranks of one node (a ``workload`` root for rank 0
-    alone, ``context`` otherwise), and make the CPU stalls the silent node reported while
-    the others waited its root candidates; where every rank timed out, make the hung-task
+    alone, ``context`` otherwise), and make what the silent node reported while the others
+    waited (:data:`WAIT_REPORTS`) its root candidates; where every rank timed out, make the hung-task
     reports of the one node that printed any during the wait its root candidates."""
     if events.is_empty() or context.attempts.is_empty():
         return events
@@ -177,13 +188,13 @@ def _hung_node_as_root(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFra
 
 
 def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame:
-    """``events`` with the CPU stalls (:data:`STALL_CAUSE`) each attempt's silent node
-    reported between the collective's start and its first timeout made root candidates.
+    """``events`` with the reports of :data:`WAIT_REPORTS` each attempt's silent node made
+    between the collective's start and its first timeout made root candidates.
     ``waited``: per attempt, the silent node, when the collective began and when the first
     timeout was printed."""
     stalls = _in_wait(
         events.with_row_index("_row")
-        .filter((pl.col("cause") == STALL_CAUSE) & (pl.col("role") == "context"))
+        .filter(WAIT_REPORTS)
         .select("_row", "attempt_id", "node", "ts", "last_ts"),
         waited.rename({"_node": "node"}), ["attempt_id", "node"],
     )

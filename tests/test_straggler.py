@@ -34,7 +34,12 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 615|615|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[37-38]|gres/gpu=4,node=2
 616|616|train|alice|TIMEOUT|0:0|2026-11-20T09:00:00|2026-11-20T12:40:05|n[39-40]|gres/gpu=4,node=2
 617|617|train|alice|TIMEOUT|0:0|2026-11-20T09:00:00|2026-11-20T10:45:05|n[41-42]|gres/gpu=4,node=2
+618|618|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[43-44]|gres/gpu=4,node=2
+619|619|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[45-46]|gres/gpu=4,node=2
+620|620|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[47-48]|gres/gpu=4,node=2
 """
+# The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
+THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
 # The NFS client's report of a server that stopped answering (kangear/tiny210v2-uboot#5),
 # printed once its major timeout ran out.
 NFS_DOWN = "kernel: nfs: server 192.168.1.229 not responding, still trying"
@@ -116,6 +121,16 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-615.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in range(4)))
     for node in ("n37", "n38"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:33:00", HUNG)))
+    # 618: n44's ranks never joined; its CPUs were throttled from before the collective
+    # began into the wait (one report, repeated). 619: n46's kernel reported its data
+    # loader blocked during the wait. 620: n48's CPUs were throttled only in the morning.
+    for job in ("618", "619", "620"):
+        (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
+    (logs / "n44.log").write_text(syslog("n44", ("10:25:00", THROTTLED), ("10:33:00", THROTTLED), ("10:36:00", THROTTLED)))
+    (logs / "n46.log").write_text(syslog("n46", ("10:29:00", "kernel: ok"), ("10:34:00", HUNG)))
+    (logs / "n48.log").write_text(syslog("n48", ("08:00:00", THROTTLED), ("10:29:00", "kernel: ok")))
+    for node in ("n43", "n45", "n47"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
@@ -226,6 +241,15 @@ def test_a_time_limit_long_after_a_hang_no_rank_explains_is_no_root(verdicts):
     assert [(e["node"], e["rank"]) for e in v["evidence"] if e["rule_id"] == "straggler_rank"] == [("n40", 2)]
     assert role_of(v, "scheduler.slurm_cancelled_due_to") == "context"
     assert verdicts["617"]["cause"] == "scheduler.time_limit"
+
+
+def test_a_silent_node_throttled_or_blocked_while_the_others_waited_is_the_root(verdicts):
+    """What the silent node's kernel said during the wait is why it never came; a throttle
+    that ended hours before says nothing of this wait."""
+    for job, node, cause in (("618", "n44", "host.cpu_thermal_throttle"), ("619", "n46", "host.hung_task")):
+        v = verdicts[job]
+        assert (v["domain"], v["cause"], v["culprit_nodes"], v["quality"]) == ("host", cause, [node], "probable")
+    assert (verdicts["620"]["cause"], verdicts["620"]["culprit_nodes"]) == ("unknown.symptoms_only", [])
 
 
 def test_the_monitored_barrier_names_the_rank_that_never_came(verdicts):
