@@ -9,7 +9,9 @@ XID 13/31/43 end the GPU context of the process that faulted, a contained ECC er
 ends the boot the node was in. Stamped
 before the attempt started, they belong to the job (or the boot) before it: for this
 attempt they are ``context``, never its root. Stamped during it, they are its own, unless
-it went on working for more than :data:`OUTLIVED` after them (started failing later:
+it went on working for more than :data:`OUTLIVED` after them (after the latest moment
+they can have been printed, ``ts_hi``: an unstamped line only inherited an earlier stamp;
+started failing later:
 its first cascade other than such an event's own, as the OOM reaper's line, its first
 other root candidate or confirmation, or its end): then the
 process they ended was another job's on a node they shared (an XID 13 of the job on the
@@ -57,11 +59,11 @@ ENDED_BEFORE_START = (
 )
 """Event names (``host.yaml``, ``gpu_xid.yaml``) that end with the process or boot they
 happened to."""
-KERNEL_SEGFAULT = (pl.col("event") == "workload.segfault") & pl.col("params").str.contains('"pid":', literal=True)
+KERNEL_SEGFAULT = (pl.col("event") == "workload.segfault") & pl.col("params").str.contains('"pid": ?"')
 """The kernel's report of a process that segfaulted (``framework.native_segfault``'s form
-naming the process and its pid; the application's own reports name neither): it ends the
-process it names, as an OOM kill does, so on a shared node another job's crash is not
-this attempt's root."""
+naming the process and its pid; the application's own reports name neither, their
+``pid`` is null): it ends the process it names, as an OOM kill does, so on a shared node
+another job's crash is not this attempt's root."""
 
 
 OUTLIVED = timedelta(seconds=EngineConfig().seconds("fail_at_once"))
@@ -104,9 +106,9 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         failing = failing_since(events.filter(pl.col("attempt_id").is_in(suspects.implode()) & ~bound), others)
         # A narrow frame joins the failing times: the wide rows are not copied for a mask.
         outlived = (
-            events.select("attempt_id", "ts", during.alias("_during"))
+            events.select("attempt_id", "ts_hi", during.alias("_during"))
             .join(failing, on="attempt_id", how="left", maintain_order="left")
-            .select(pl.col("_during") & (pl.col("_failing") > pl.col("ts") + OUTLIVED).fill_null(False))
+            .select(pl.col("_during") & (pl.col("_failing") > pl.col("ts_hi") + OUTLIVED).fill_null(False))
             .to_series()
         )
         demoted = demoted | outlived

@@ -40,6 +40,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 518|518|train|ned|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:50:00|n13|gres/gpu=8,node=1
 519|519|nb|olga|TIMEOUT|0:0|2026-11-20T09:00:00|2026-11-20T10:50:00|n14|gres/gpu=2,node=1
 520|520|sim|pat|FAILED|139:0|2026-11-20T09:30:00|2026-11-20T10:10:30|n14|gres/gpu=2,node=1
+521|521|rl|quinn|FAILED|1:0|2026-11-20T09:00:00|2026-11-20T10:25:10|n15|gres/gpu=8,node=1
 """
 # pytorch/pytorch#51382's wording of the fault XID 13 reports, as carol's rank prints it.
 ILLEGAL_ADDRESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -116,6 +117,15 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-519.out").write_text(f"[2026-11-20 10:30:00,000] {ITERATION}\nslurmstepd: error: *** JOB 519 ON n14 "
                                         "CANCELLED AT 2026-11-20T10:49:58 DUE TO TIME LIMIT ***\n")
     (logs / "slurm-520.out").write_text(f"[2026-11-20 10:09:00,000] {ITERATION}\n")
+    # 521: a Ray actor's own report of its segfault (abseil's failure signal handler, as
+    # ray-project/ray#19967 shows it), unstamped below unstamped step lines: it inherited
+    # the 09:05 stamp, but can have been printed up to the driver's error at 10:25.
+    (logs / "slurm-521.out").write_text(
+        "2026-11-20 09:05:00,000\tINFO worker.py:1918 -- Connected to Ray cluster.\n"
+        + "".join(f"(TaskRunner pid=329821) step:{i} - actor/pg_loss:0.0477\n" for i in range(1, 40))
+        + "(PolicyModelActor pid=198350) *** SIGSEGV received at time=1795688700 on cpu 0 ***\n"
+        "2026-11-20 10:25:00,207\tERROR worker.py:421 -- Unhandled error (suppress with 'RAY_IGNORE_UNHANDLED_ERRORS=1'): "
+        "The worker died unexpectedly while executing this task.\n")
     for job in ("501", "503"):  # output that says nothing of the fault: coverage is complete
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -200,3 +210,9 @@ def test_an_oom_kill_the_job_ran_on_long_after_is_not_its_root(verdicts):
 def test_a_neighbours_segfault_the_job_ran_on_long_after_is_not_its_root(verdicts):
     assert (verdicts["519"]["domain"], verdicts["519"]["cause"]) == ("scheduler", "scheduler.time_limit")
     assert (verdicts["520"]["domain"], verdicts["520"]["cause"]) == ("workload", "workload.segfault")
+
+
+def test_an_unstamped_segfault_report_the_job_died_of_is_its_root(verdicts):
+    """The process's own report names no pid the kernel killed, and an inherited stamp is
+    only the earliest it can have been printed."""
+    assert (verdicts["521"]["domain"], verdicts["521"]["cause"]) == ("workload", "workload.segfault")
