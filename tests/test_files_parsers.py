@@ -701,6 +701,23 @@ def test_nemo_transformers_and_abseil_stamps(tmp_path):
     ]
 
 
+def test_gpfs_mmfs_log_stamps(tmp_path):
+    """GPFS's own log (``/var/adm/ras/mmfs.log.latest``) joins the date and the time with
+    ``_`` and ends the stamp with ``:``; a collected copy may put pdsh's host label first."""
+    # scitix/sichek components/gpfs/test/test_mmfs_log
+    lines = [
+        "2024-11-23_01:18:31.152+0800: [E] Lost membership in cluster DSS.dss01. Unmounting file systems.",
+        "css2-g55-001: 2024-11-23_03:04:14.148+0800: [E] This node is being expelled from the cluster.",
+    ]
+    obs = read_log_file(write(tmp_path / "mmfs.log.latest", lines), source="app").observations
+    assert obs["ts"].to_list() == [datetime(2024, 11, 22, 17, 18, 31, 152000, tzinfo=UTC),
+                                   datetime(2024, 11, 22, 19, 4, 14, 148000, tzinfo=UTC)]
+    assert obs["ts_source"].to_list() == ["line", "line"]
+    assert obs["node"].to_list() == [None, "css2-g55-001"]
+    assert obs["message"].to_list() == ["[E] Lost membership in cluster DSS.dss01. Unmounting file systems.",
+                                        "[E] This node is being expelled from the cluster."]
+
+
 def test_a_ray_process_tag_before_the_torchrun_prefix(tmp_path):
     """Ray puts its worker's tag before everything the worker prints, PyTorch's ``[rankN]:``
     and glog stamp included: both are still read behind it."""

@@ -37,6 +37,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 618|618|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[43-44]|gres/gpu=4,node=2
 619|619|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[45-46]|gres/gpu=4,node=2
 620|620|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[47-48]|gres/gpu=4,node=2
+621|621|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[49-50]|gres/gpu=4,node=2
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -129,7 +130,18 @@ def verdicts(tmp_path_factory):
     (logs / "n44.log").write_text(syslog("n44", ("10:25:00", THROTTLED), ("10:33:00", THROTTLED), ("10:36:00", THROTTLED)))
     (logs / "n46.log").write_text(syslog("n46", ("10:29:00", "kernel: ok"), ("10:34:00", HUNG)))
     (logs / "n48.log").write_text(syslog("n48", ("08:00:00", THROTTLED), ("10:29:00", "kernel: ok")))
-    for node in ("n43", "n45", "n47"):
+    # 621: GPFS expelled n50 (its daemon's messages as scitix/sichek's test mmfs.log has
+    # them, under syslog's header with the daemon's "mmfs" tag); its ranks never came back
+    # from their reads.
+    (logs / "slurm-621.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
+    (logs / "n50.log").write_text(syslog(
+        "n50", ("10:29:00", "kernel: ok"),
+        ("10:31:02", "mmfs[3389]: [E] VERBS RDMA closed connection to 10.191.1.2 (dss02) on mlx5_0 port 1 fabnum 0 "
+                     "index 387 cookie 5280 RDMA send error IBV_WC_RETRY_EXC_ERR"),
+        ("10:31:33", "mmfs[3374]: [N] This node will be expelled from cluster gpfscluster.gpfs due to expel msg "
+                     "from 10.192.1.1"),
+        ("10:31:35", "mmfs[4919]: [E] Lost membership in cluster gpfscluster.gpfs. Unmounting file systems.")))
+    for node in ("n43", "n45", "n47", "n49"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
@@ -250,6 +262,12 @@ def test_a_silent_node_throttled_or_blocked_while_the_others_waited_is_the_root(
         v = verdicts[job]
         assert (v["domain"], v["cause"], v["culprit_nodes"], v["quality"]) == ("host", cause, [node], "probable")
     assert (verdicts["620"]["cause"], verdicts["620"]["culprit_nodes"]) == ("unknown.symptoms_only", [])
+
+
+def test_a_node_gpfs_expelled_while_the_others_waited_is_the_root(verdicts):
+    v = verdicts["621"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.filesystem_unavailable", ["n50"])
+    assert role_of(v, "storage.gpfs_link_error") == "context"
 
 
 def test_the_monitored_barrier_names_the_rank_that_never_came(verdicts):

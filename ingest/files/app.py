@@ -20,7 +20,8 @@ Lines are free text behind optional prefixes, peeled off in this order:
    ``[2026-11-30 15:32:38,123]``, any ISO-8601 stamp (also behind a logger's tag, as
    TorchTitan's ``[titan] 2026-09-11 23:05:40,871 - …`` and the Transformers Trainer's
    ``[INFO|trainer.py:734] 2025-01-01 16:12:18,785 >> …``, or inside NeMo's
-   ``[NeMo I 2024-02-26 23:02:20 preprocess:289]``), Python logging's US date
+   ``[NeMo I 2024-02-26 23:02:20 preprocess:289]``; GPFS's ``mmfs.log`` joins date and
+   time with ``_``: ``2024-11-23_01:18:31.152+0800: [E] …``), Python logging's US date
    ``05/10/2023 10:48:48 - INFO - …`` (Hugging Face's example scripts), rich's logging
    handler's ``[11/20/26 10:33:04]`` (its default ``[%x %X]``, two-digit year), abseil's
    ``E0000 00:00:1775556782.173781 2657 cuda_dnn.cc:8579]`` (seconds since the epoch,
@@ -74,7 +75,7 @@ STAMP = (
     r" *(?:"
     r"[IWEF]0000 00:00:(?P<epoch>[0-9]{9,10}(?:\.[0-9]{1,6})?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
     r"|\[?[IWEF](?P<gmon>[0-9]{1,2})(?P<gday>[0-9]{2}) (?P<gtime>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
-    r"|(?:\[[A-Za-z][\w.|:-]*\] |\[NeMo [DIWEC] )?\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)(?: [A-Za-z_][\w.]*:[0-9]+\]| >>)?\]?:?"
+    r"|(?:\[[A-Za-z][\w.|:-]*\] |\[NeMo [DIWEC] )?\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T _][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)(?: [A-Za-z_][\w.]*:[0-9]+\]| >>)?\]?:?"
     r"|(?P<usdate>[0-9]{2}/[0-9]{2}/[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}) -"
     r"|\[(?P<richdate>[0-9]{2}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})\]"
     r"|\[(?P<dmon>[0-9]{2})/(?P<dday>[0-9]{2}) (?P<dtime>[0-9]{2}:[0-9]{2}:[0-9]{2})(?: [\w.]+)?\]:?"
@@ -158,7 +159,8 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
     # A column, not an expression: the reason reads it too, and would parse every stamp again.
     frame = frame.with_columns(
         pl.coalesce(
-            pl.col("_yearless_ts"), parse_iso(pl.col("iso"), ctx.timezone),
+            # GPFS's mmfs.log joins the date and the time with "_".
+            pl.col("_yearless_ts"), parse_iso(pl.col("iso").str.replace("_", " ", literal=True), ctx.timezone),
             local_stamps(pl.col("usdate"), "%m/%d/%Y %H:%M:%S", ctx.timezone),
             local_stamps(pl.col("richdate"), "%m/%d/%y %H:%M:%S", ctx.timezone),
             # abseil's stamp before its logging is initialised (jaxlib, XLA): epoch seconds
