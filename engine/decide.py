@@ -36,7 +36,7 @@ from datetime import timedelta
 import polars as pl
 import pyarrow as pa
 
-from engine.config import EngineConfig
+from engine.config import NODE_LOG_SOURCES, EngineConfig
 from engine.rules.loader import RulePack
 from engine.rules.python_rules import origin_position
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
@@ -124,6 +124,17 @@ SERVICE_PARAMS = ("target", "server", "mds", "daemon")
 def _service() -> pl.Expr:
     """The shared service an event names (its first :data:`SERVICE_PARAMS` value), if any."""
     return pl.coalesce(pl.col("params").str.extract(rf'"{key}": ?"([^"]*)"', 1) for key in SERVICE_PARAMS)
+
+
+def _several_clients() -> pl.Expr:
+    """In an aggregation of a shared service's reports (with ``_node_log``): whether more
+    than one node reported it, counting only the node logs' reports where there are any
+    (:func:`select_root_cause`)."""
+    node_log = pl.col("_node_log")
+    return (
+        pl.when(node_log.any()).then(pl.col("node").filter(node_log).n_unique() > 1)
+        .otherwise(pl.col("node").n_unique() > 1).alias("_shared")
+    )
 
 
 def select_root_cause(
@@ -233,9 +244,15 @@ def select_root_cause(
     # same storage target evicting the clients of three jobs and of the idle nodes that
     # mount it), as a root candidate or as context (a client that lost its session and got
     # it back still saw the service go).
+    #
+    # The clients' own reports are the node logs' (the kernel's): where any node's log
+    # reports it, the nodes whose logs do are the ones counted and named. The job's output
+    # may print one client's error on every node (a distributed checkpoint gathers each
+    # rank's exception and raises them all everywhere).
     alone = naming.filter(names == "alone")
     service_report = pl.col("rule_id").is_in(alone["rule_id"].implode()) & pl.col("role").is_in(["root_candidate", "context"])
-    reported = ["cluster", "rule_id", "event", "cause", "node", "ts", _service().alias("_service")]
+    node_log = pl.col("source").is_in(NODE_LOG_SOURCES)
+    reported = ["cluster", "rule_id", "event", "cause", "node", "ts", _service().alias("_service"), node_log.alias("_node_log")]
     reports = events.lazy().filter(service_report & (pl.col("ts") <= pl.col("end_ts") + skew)).select(
         "attempt_id", *reported).collect().join(alone, on=["rule_id", "event"], how="semi")
     idle_reports = (
@@ -249,17 +266,17 @@ def select_root_cause(
         reports.join(roots, on="attempt_id")
         .filter(pl.col("cause") == pl.col("root_cause"))
         .group_by("attempt_id")
-        .agg((pl.col("node").n_unique() > 1).alias("_shared"))
+        .agg(_several_clients())
     )
     # The same service: the same Lustre target, NFS server or MDS, or both naming none.
     same_service = pl.col("_service").eq_missing(pl.col("root_service"))
     in_fleet = (
         pl.concat([reports.select(idle_reports.columns), idle_reports])
-        .select("cluster", "cause", "node", "ts", "_service").unique()
+        .select("cluster", "cause", "node", "ts", "_service", "_node_log").unique()
         .join(roots, left_on=["cluster", "cause"], right_on=["root_cluster", "root_cause"])
         .filter(((pl.col("ts") - pl.col("root_ts")).abs() <= SHARED_WINDOW) & same_service)
         .group_by("attempt_id")
-        .agg((pl.col("node").n_unique() > 1).alias("_shared"))
+        .agg(_several_clients())
     )
     shared = pl.concat([in_attempt, in_fleet]).group_by("attempt_id").agg(pl.col("_shared").any())
     culprits = (
@@ -269,7 +286,12 @@ def select_root_cause(
         .agg(
             # A line that never names its node (slurmstepd's "DUE TO NODE FAILURE" banner,
             # printed on the batch host) adds none beside one that does.
-            pl.col("node").filter(names.fill_null("") != "never").drop_nulls().unique().sort().alias("culprit_nodes"),
+            # A shared service's report from the job's output names no node beside a node
+            # log's report of it (see above).
+            pl.col("node").filter(
+                (names.fill_null("") != "never")
+                & ~((names == "alone") & ~node_log & ((names == "alone") & node_log).any()).fill_null(False)
+            ).drop_nulls().unique().sort().alias("culprit_nodes"),
             _sorted_unique("gpu").alias("culprit_gpus"),
             _sorted_unique("port").alias("culprit_ports"),
             _sorted_unique("rank").alias("culprit_ranks"),

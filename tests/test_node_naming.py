@@ -1,7 +1,8 @@
 """Which roots name their node (``names_node``), end to end with real lines: a global OOM
 kill names the node, also beside slurmstepd's count of it; a cgroup OOM kill (the job's own
 memory limit) does not, nor does slurmstepd's count alone; a file server
-that one node reports names that node, one that several nodes of the job report (as a root or
+that one node reports names that node (one node's kernel, whatever nodes the job's output
+printed the error on), one that several nodes of the job report (as a root or
 as context), or nodes of other jobs or of none, names none;
 a quota names no node, nor does an OUT_OF_MEMORY state alone or a worker's SIGKILL
 with no kernel report. Also: a contained ECC error (XID 94) before the attempt started is the
@@ -57,6 +58,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 611|611|train|erin|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n13|gres/gpu=8,node=1
 612|612|train|frank|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n15|gres/gpu=8,node=1
 613|613|train|frank|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n16|gres/gpu=8,node=1
+614|614|train|gina|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[17-18]|gres/gpu=16,node=2
+615|615|train|gina|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[19-20]|gres/gpu=16,node=2
 """
 
 
@@ -100,6 +103,15 @@ def verdicts(tmp_path_factory):
     # 612 left no line anywhere; 613's node logged nothing of the kill.
     (logs / "n16.log").write_text(syslog("n16", ("10:00:01", ALIVE)))
     (logs / "slurm-613.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n[2026-11-20 10:29:00,000] {SIGKILLED}\n")
+    # 614: a distributed checkpoint raised one client's ESHUTDOWN on the ranks of both nodes;
+    # only n18's kernel lost its Lustre target. 615: the same output, neither kernel said a word.
+    for job, nodes in (("614", ("n17", "n18")), ("615", ("n19", "n20"))):
+        (logs / f"slurm-{job}.out").write_text("".join(f"{slot}: [2026-11-20 10:29:00,000] {ESHUTDOWN}\n"
+                                                       for slot in (0, 8)))
+        for node in nodes:
+            (logs / f"{node}.log").write_text(syslog(node, ("10:00:01", ALIVE)))
+    (logs / "n18.log").write_text(syslog("n18", ("10:00:01", ALIVE))
+                                  + _kernel("n18", "10:28:30", LUSTRE_LOST.replace("MDT0000", "OST0006")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -151,6 +163,13 @@ def test_a_file_server_other_nodes_report_as_context_names_none(verdicts):
     """One node's failed call is the root; the other node's lost session (context, the same
     cause) still shows the service went away for both."""
     assert (verdicts["607"]["cause"], verdicts["607"]["culprit_nodes"]) == ("storage.filesystem_unavailable", [])
+
+
+def test_a_file_server_one_nodes_kernel_lost_names_it_whatever_the_output_says(verdicts):
+    """The job's output may print one client's error on every node; the kernels say which
+    client lost the service. With no kernel report, the output's nodes are all there is."""
+    assert (verdicts["614"]["cause"], verdicts["614"]["culprit_nodes"]) == ("storage.filesystem_unavailable", ["n18"])
+    assert (verdicts["615"]["cause"], verdicts["615"]["culprit_nodes"]) == ("storage.filesystem_unavailable", [])
 
 
 def test_a_quota_names_no_node(verdicts):
