@@ -4,13 +4,20 @@ one_node``); one tray's fault names that tray; and a GPU that fell off the bus t
 NVLink5 errors its peers print at once as its echo (precedence.fallen_off_bus_over_nvlink_domain),
 not as rivals, while another 8-GPU server's XID 74 a second before it is a rival: that
 server's NVLink ends at its own chassis. Real lines, landed through the Slurm connector and the files landing,
-attributed by a run."""
+attributed by a run. NCCL's report that multi-node NVLink is there but unusable (no IMEX
+channel) names the tray whose ranks alone print it, and none when every tray's do."""
 
 from __future__ import annotations
 
 from datetime import date
 
 from tests.end_to_end import ALIVE, ITERATION, syslog, verdicts_by_job
+
+# NCCL's src/mnnvl.cc: fabric memory could not be allocated (no IMEX channel), printed by
+# each rank of a tray behind NCCL's host:pid:tid prefix (srun --label's task id first).
+MNNVL = ("{slot}: {node}:4821{slot}:4821{slot} [{slot}] mnnvl.cc:83 NCCL WARN MNNVL (cliqueSize 16) is available but not "
+         "working on this system. Check the IMEX channel configuration (/dev/nvidia-caps-imex-channels). "
+         "Set NCCL_MNNVL_ENABLE=0 to ignore this issue.\n")
 
 # https://github.com/leptonai/gpud/pull/1174 (a GB200 tray's NVLink5 NETIR fault)
 XID_149 = ("kernel: NVRM: Xid (PCI:0008:01:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 01 "
@@ -26,15 +33,15 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 """
 
 
-def _verdict(tmp_path, job: str, faults: dict[str, tuple[str, str]]) -> dict:
+def _verdict(tmp_path, job: str, faults: dict[str, tuple[str, str]], output: str = "") -> dict:
     """The verdict of a four-tray job whose trays' syslogs hold ``faults`` (node → (clock,
-    line)) between ordinary lines."""
+    line)) between ordinary lines, and whose output has ``output`` after an iteration."""
     logs = tmp_path / "logs"
-    logs.mkdir()
+    logs.mkdir(parents=True)
     for node in ("t1", "t2", "t3", "t4"):
         lines = [("10:05:00", ALIVE), *([faults[node]] if node in faults else []), ("10:25:00", ALIVE)]
         (logs / f"{node}.log").write_text(syslog(node, *lines))
-    (logs / f"slurm-{job}.out").write_text(f"0: [2026-11-20 10:10:00,000] {ITERATION}\n")
+    (logs / f"slurm-{job}.out").write_text(f"0: [2026-11-20 10:10:00,000] {ITERATION}\n{output}")
     return verdicts_by_job(tmp_path, SACCT.format(job=job), logs, date(2026, 11, 20))[job]
 
 
@@ -61,3 +68,10 @@ def test_another_servers_nvlink_error_beside_a_lost_gpu_is_a_rival(tmp_path):
     v = _verdict(tmp_path, "813", {"t1": ("10:20:00", XID_74), "t2": ("10:20:01", XID_79)})
     assert v["quality"] == "ambiguous"
     assert v["culprit_nodes"] == ["t1", "t2"]
+
+
+def test_an_imex_channel_missing_on_one_tray_names_it_and_on_every_tray_none(tmp_path):
+    one = _verdict(tmp_path / "one", "814", {}, MNNVL.format(slot=2, node="t3"))
+    assert (one["domain"], one["cause"], one["culprit_nodes"]) == ("nvlink", "nvlink.imex_channel_unavailable", ["t3"])
+    every = _verdict(tmp_path / "every", "815", {}, "".join(MNNVL.format(slot=k, node=f"t{k + 1}") for k in range(4)))
+    assert (every["domain"], every["cause"], every["culprit_nodes"]) == ("nvlink", "nvlink.imex_channel_unavailable", [])
