@@ -469,7 +469,9 @@ def demote_outlived_roots(
     fails it at once. An attempt that ran longer than that had
     working hardware after the event (a link that came back), so for it the event is
     ``context``. So is a fault that passes by itself (``passing``: the ``rule_id`` and
-    ``event`` of such outcomes, :meth:`engine.rules.loader.RulePack.passing`) during the
+    ``event`` of such outcomes, :meth:`engine.rules.loader.RulePack.passing`), or a port
+    that went down (:data:`LINK_DOWN_CAUSES`; one that came back up is
+    :func:`demote_recovered_outages`'s), during the
     attempt that started failing more than ``fail_at_once`` after it, when another root
     candidate stands there (a NIC's transmit queue reset three hours before a CUDA
     out-of-memory error); with no other root, nothing else explains the failure, and the
@@ -482,7 +484,10 @@ def demote_outlived_roots(
         return events
     events = events.join(passing.select("rule_id", "event", pl.lit(True).alias("_passes")),
                          on=["rule_id", "event"], how="left", maintain_order="left")
-    passes = pl.col("_passes").fill_null(False)
+    # A port that went down and stayed down is outlived as a fault that passes is: an
+    # attempt that worked on for long after it did not send its traffic through it (a
+    # one-node job's collectives over NVLink, a storage HCA).
+    passes = pl.col("_passes").fill_null(False) | pl.col("cause").is_in(LINK_DOWN_CAUSES)
     root = pl.col("role") == "root_candidate"
     # A flood that went on into the attempt (its last repeat stamped after the start) did
     # not end before it: the fault was still there when the attempt ran.

@@ -30,6 +30,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 834|834|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T11:05:00|k[10-11]|gres/gpu=16,node=2
 835|835|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[12-13]|gres/gpu=16,node=2
 836|836|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[14-15]|gres/gpu=16,node=2
+837|837|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k16|gres/gpu=8,node=1
+838|838|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:08:00|k[17-18]|gres/gpu=16,node=2
 """
 # The NFS client's reports of a server that stopped answering and came back (the kernel's
 # "not responding, still trying" and "OK", as leptonai/gpud's NFS matcher and
@@ -105,6 +107,15 @@ def verdicts(tmp_path_factory):
                                                f"1: [2026-11-20 10:45:00,000] {SHAPE_ERROR}\n")
     for node in ("k13", "k15"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:30:00", "kernel: ok")))
+    # 837: a one-node job's port went down at 10:05 for good (its leaf switch died); the job's
+    # collectives ran over NVLink, and it trained on until it ran out of GPU memory at 10:45.
+    # 838: k17's port went down at 10:05 and the other node's NCCL gave up on it at once.
+    (logs / "k16.log").write_text(syslog("k16", ("10:05:00", LINK_DOWN), ("10:30:00", "kernel: ok")))
+    (logs / "slurm-837.out").write_text(f"0: [2026-11-20 10:40:00,000] {ITERATION}\n0: [2026-11-20 10:45:00,000] {CUDA_OOM}\n")
+    (logs / "k17.log").write_text(syslog("k17", ("10:05:00", LINK_DOWN)))
+    (logs / "k18.log").write_text(syslog("k18", ("10:04:00", "kernel: ok")))
+    (logs / "slurm-838.out").write_text(f"0: [2026-11-20 10:04:50,000] {ITERATION}\n"
+                                        + retry_exceeded(11, "k18", "10.22.0.17") + "\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -145,3 +156,12 @@ def test_an_nfs_server_that_answered_again_is_no_root_of_a_later_error(verdicts)
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
     assert role_of(v, "storage.nfs_server_state") == "context"
     assert verdicts["836"]["domain"] == "storage"
+
+
+def test_a_port_down_for_good_that_the_job_outlived_is_no_root_of_a_later_error(verdicts):
+    """A job that trained on for forty minutes did not send its traffic through the port;
+    one whose peers gave up on it at once did."""
+    v = verdicts["837"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
+    assert role_of(v, "fabric.mlx5_link_state") == "context"
+    assert (verdicts["838"]["domain"], verdicts["838"]["culprit_nodes"]) == ("network", ["k17"])
