@@ -38,8 +38,10 @@ and a node that shut down at 15:44 is why reports stamped "15:41" failed), or st
 after the attempt ended, the reports are that fault's cascades instead. When every reporting
 node names one end nothing maps and several nodes reported nothing, the end is one of them,
 none of the reporters: one root on no node stands for the reports, which become
-``context``, never ``definitive``. When two nodes only name each other, nothing tells the
-ends apart and the reports stay as they are.
+``context``, never ``definitive``. When two nodes only name each other, the end is the one
+whose port counted errors during the attempt (:data:`PORT_ERRORS`: symbol or receive errors
+rising) when the other's did not; otherwise nothing tells the ends apart and the reports
+stay as they are.
 
 Connections that share no end at all (at least :data:`SCATTERED_NODES` reporting nodes,
 each peer named by one of them only: pairs of nodes across the job that have nothing in
@@ -73,6 +75,9 @@ prematurely" in NCCL's words). Before the reports, such a fault on the silent sh
 why they failed; stamped after the attempt ended, it was seen by a clock that runs ahead (its ranks printed nothing to say so): either way its reports'
 cascades are its, and with no root before the end it is the verdict's, never
 ``definitive``."""
+PORT_ERRORS = "network.link_errors"
+"""The cause of a port's error counters rising (``metrics.yaml``: symbol and receive errors,
+a bad cable or transceiver): what tells the broken end of two nodes that name each other."""
 SCATTERED_EVENT = "network.ib_errors_scattered"
 SCATTERED_NODES = 3
 """Reporting nodes from which failing connections that share no end are the fabric's."""
@@ -170,7 +175,17 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .join(named_by_all, on="attempt_id", how="semi")
         .select("attempt_id", pl.col("node").alias("_end"))
     )
+    # Or, of two nodes that only name each other, the one whose port counted errors.
+    counted = events.filter(pl.col("cause") == PORT_ERRORS).select("attempt_id", "node").unique()
+    mutual = (
+        reporters.filter(pl.col("_reporters") == 2).join(shared, on="attempt_id", how="anti")
+        .join(pairs.select("attempt_id", "node").unique(), on="attempt_id")
+        .join(counted, on=["attempt_id", "node"])
+        .filter(pl.len().over("attempt_id") == 1)
+        .select("attempt_id", pl.col("node").alias("_end"))
+    )
     known = pl.concat([by_address, inferred.join(by_address, on="attempt_id", how="anti")])
+    known = pl.concat([known, mutual.join(known, on="attempt_id", how="anti")])
     ends = pl.concat([known, silent.join(known, on="attempt_id", how="anti")])
     ordered = reports.sort("attempt_id", "ts", "event_id")
     events = _scattered(events, ordered, pairs, named)

@@ -3,7 +3,8 @@ attempt all touch one node (the others name its address, it names theirs), that 
 culprit; so is the node whose NCCL bootstrap banner shows the shared address, even when it
 reported nothing, and the node an Open MPI openib report names by its host, and the one peer
 the one reporting node names, and the one node that reported nothing when every reporting
-node names one unmapped address; two nodes that only name each other stay suspects. EFA's unresponsive-peer
+node names one unmapped address; two nodes that only name each other stay suspects unless
+one of their ports counted errors. EFA's unresponsive-peer
 errors (by instance id), NCCL socket timeouts (by address) and UCX's reports (by the LID on
 the failed work request's line) are read the same way. Real
 NCCL lines, landed through the Slurm connector and the files landing, attributed by a run."""
@@ -15,10 +16,14 @@ from datetime import date
 import polars as pl
 import pytest
 
+from engine.config import EngineConfig
 from engine.extract import line_events
 from engine.rules.loader import load_rule_pack
+from engine.run import attribute
 
 from tests.end_to_end import CUDA_OOM, ITERATION, XID_79, syslog, verdicts_by_job
+from tests.engine_frames import at, attempts, events
+from tests.test_decide import full_coverage
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 800|800|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[1-3]|gres/gpu=24,node=3
@@ -188,6 +193,27 @@ def test_the_one_silent_node_is_the_unmapped_shared_end_every_reporter_names(ver
 
 def test_two_nodes_naming_each_other_stay_suspects(verdicts):
     assert verdicts["802"]["culprit_nodes"] == ["n7", "n8"]
+
+
+def test_of_two_nodes_naming_each_other_the_one_whose_port_counted_errors_is_the_end():
+    """The symbol errors n8's port counted (its node exporter's counter rising) break the tie;
+    with the counters of neither, or of both, the two stay suspects."""
+    att = attempts(*({"attempt_id": a, "job_id": a, "nodes": [f"{a}7", f"{a}8"], "n_nodes": 2}
+                     for a in ("one", "none", "both")))
+    report = {"rule_id": "fabric.nccl_ib_completion_error", "event": "network.ib_retry_exceeded",
+              "domain": "network", "cause": "network.transport_retry_exceeded", "role": "root_candidate",
+              "action": "check_fabric_port", "source": "app", "ts": at(10)}
+    counter = {"rule_id": "metric.ib_symbol_errors", "event": "ib_symbol_errors", "domain": "network",
+               "cause": "network.link_errors", "role": "context", "source": "metrics", "ts": at(9),
+               "message": "node_infiniband_symbol_error_total increased"}
+    rows = []
+    for a, counted in (("one", ["one8"]), ("none", []), ("both", ["both7", "both8"])):
+        rows += [{**report, "attempt_id": a, "node": f"{a}7", "rank": 0, "params": f'{{"peer": "10.0.{a}.8"}}'},
+                 {**report, "attempt_id": a, "node": f"{a}8", "rank": 8, "params": f'{{"peer": "10.0.{a}.7"}}'}]
+        rows += [{**counter, "node": node} for node in counted]
+    verdicts, _ = attribute(att, events(*rows), full_coverage(att), load_rule_pack(), EngineConfig())
+    culprits = dict(zip(verdicts["attempt_id"], verdicts["culprit_nodes"].to_list(), strict=True))
+    assert culprits == {"one": ["one8"], "none": ["none7", "none8"], "both": ["both7", "both8"]}
 
 
 def test_the_shared_address_names_its_node_through_nccls_bootstrap_banner(verdicts):
