@@ -227,6 +227,8 @@ LINK_DOWN_CAUSES = ("network.link_down", "network.link_flap", "network.nic_tx_ti
 port error NCCL's async thread reports, a transmit queue the driver reset, a transceiver's
 error that took its port down (high temperature, a bad cable) until it was reseated or
 cooled ("Cable plugged", the port active again)."""
+PORT_DOWN_CAUSES = ("network.link_down", "network.link_flap")
+"""Causes of a port that went down (:func:`demote_outlived_roots`)."""
 LINK_UP_CAUSE = "network.link_up"
 LUSTRE_LOST_EVENT = "storage.lustre_connection_lost"
 LUSTRE_RESTORED_EVENT = "storage.lustre_connection_restored"
@@ -470,8 +472,8 @@ def demote_outlived_roots(
     working hardware after the event (a link that came back), so for it the event is
     ``context``. So is a fault that passes by itself (``passing``: the ``rule_id`` and
     ``event`` of such outcomes, :meth:`engine.rules.loader.RulePack.passing`), or a port
-    that went down (:data:`LINK_DOWN_CAUSES`; one that came back up is
-    :func:`demote_recovered_outages`'s), during the
+    that went down (:data:`PORT_DOWN_CAUSES`) that no error of the job confirms (one that
+    came back up is :func:`demote_recovered_outages`'s), during the
     attempt that started failing more than ``fail_at_once`` after it, when another root
     candidate stands there (a NIC's transmit queue reset three hours before a CUDA
     out-of-memory error); with no other root, nothing else explains the failure, and the
@@ -484,10 +486,20 @@ def demote_outlived_roots(
         return events
     events = events.join(passing.select("rule_id", "event", pl.lit(True).alias("_passes")),
                          on=["rule_id", "event"], how="left", maintain_order="left")
-    # A port that went down and stayed down is outlived as a fault that passes is: an
-    # attempt that worked on for long after it did not send its traffic through it (a
-    # one-node job's collectives over NVLink, a storage HCA).
-    passes = pl.col("_passes").fill_null(False) | pl.col("cause").is_in(LINK_DOWN_CAUSES)
+    # A port that went down, and no error of the job confirms, is outlived as a fault that
+    # passes is: an attempt that worked on for long after it did not send its traffic
+    # through it (a one-node job's collectives over NVLink, a storage HCA).
+    port_down = pl.col("cause").is_in(PORT_DOWN_CAUSES)
+    if events.select(port_down.any()).item():
+        felt = (
+            events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+            .select("attempt_id", pl.col("caused_by").alias("event_id")).unique()
+            .with_columns(pl.lit(True).alias("_felt"))
+        )
+        events = events.join(felt, on=["attempt_id", "event_id"], how="left", maintain_order="left").with_columns(
+            (pl.col("_passes").fill_null(False) | (port_down & pl.col("_felt").is_null())).alias("_passes")
+        ).drop("_felt")
+    passes = pl.col("_passes").fill_null(False)
     root = pl.col("role") == "root_candidate"
     # A flood that went on into the attempt (its last repeat stamped after the start) did
     # not end before it: the fault was still there when the attempt ran.

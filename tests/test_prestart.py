@@ -96,7 +96,8 @@ def outlived_events(first: str, later: str) -> pl.DataFrame:
     start = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
     stamps = [start + timedelta(minutes=5), start + timedelta(minutes=90)]
     return pl.DataFrame({
-        "attempt_id": ["a", "a"], "rule_id": [first, later], "event": [first, later],
+        "attempt_id": ["a", "a"], "event_id": [f"{first}@o:1", f"{later}@o:2"], "rule_id": [first, later],
+        "event": [first, later], "cause": [first, later], "caused_by": [None, None],
         "role": ["root_candidate"] * 2, "ts": stamps, "ts_hi": stamps, "last_ts": [None, None],
         "params": ["{}", "{}"], "start_ts": [start] * 2, "end_ts": [stamps[1]] * 2,
     })
