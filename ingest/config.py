@@ -22,6 +22,7 @@ variable instead (``token_env: PROM_TOKEN``).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
@@ -203,6 +204,21 @@ def load_config(config_path: str | Path) -> Config:
     return Config(path=path, lake=lake, connectors=connectors)
 
 
+def connector_labels(entries: Sequence[ConfiguredConnector]) -> list[str]:
+    """What each configured connector is called in ingest reports and coverage, in the order
+    of ``entries``: its type, numbered in file order (``files#1``, ``files#2``) when its
+    cluster has several of that type, so that one failing is not hidden by another that
+    succeeded."""
+    totals = Counter((entry.cluster, entry.type) for entry in entries)
+    seen: Counter[tuple[str, str]] = Counter()
+    labels = []
+    for entry in entries:
+        key = (entry.cluster, entry.type)
+        seen[key] += 1
+        labels.append(entry.type if totals[key] == 1 else f"{entry.type}#{seen[key]}")
+    return labels
+
+
 def day_window(day: date) -> FetchWindow:
     """``[day 00:00, day+1 00:00)`` in UTC."""
     start = datetime.combine(day, time(0), tzinfo=timezone.utc)
@@ -226,14 +242,16 @@ def ingest_from_config(
     lake = Lake(config.lake, derivations)
     window = day_window(day)
     reports = []
+    labelled = zip(config.connectors, connector_labels(config.connectors), strict=True)
     # Topology first: the node aliases it lands rename the nodes of the logs landed after it.
-    for entry in sorted(config.connectors, key=lambda entry: entry.type != "topology"):
+    for entry, label in sorted(labelled, key=lambda pair: pair[0].type != "topology"):
         try:
             report = run_connector(lake, entry.cls(entry.options, entry.cluster), window)
         except Exception as exc:  # a bug in one connector must not cost the night's other data
             report = ConnectorReport(
                 connector=entry.type, cluster=entry.cluster, error=f"{type(exc).__name__}: {exc}"
             )
+        report.connector = label
         reports.append(report)
     record_ingest(lake, window, reports)
     return reports

@@ -11,7 +11,8 @@ from engine.cli import app
 from engine.extract import landing_derivation
 from engine.oneshot import SAMPLES
 from engine.rules.loader import load_rule_pack
-from engine.run import COUNTS
+from engine.config import EngineConfig
+from engine.run import COUNTS, connector_failures
 from ingest.config import ingest_from_config
 from ingest.files import land_log_files
 from ingest.lake import Lake
@@ -67,6 +68,29 @@ clusters:
     reports = ingest_from_config(config, date(2026, 11, 28))
     assert "no such file" in reports[0].error and reports[1].ok
     assert Lake(tmp_path / "lake").scan("attempts").collect().height == 20
+
+
+def test_a_failing_connector_is_not_hidden_by_another_of_its_type(tmp_path):
+    """Two ``files`` connectors of one cluster are told apart (``files#1``, ``files#2``): the
+    first failing stays in the attempts' coverage though the second succeeded."""
+    config = tmp_path / "lake.yaml"
+    config.write_text(f"""
+lake: {tmp_path / 'lake'}
+clusters:
+  demo:
+    connectors:
+      - type: files
+        options: {{paths: [{tmp_path / 'nope.log'}]}}
+      - type: static
+        options: {{path: {SAMPLES / 'context.yaml'}}}
+      - type: files
+        options: {{paths: [{SAMPLES / 'jobs'}], source: app}}
+""")
+    reports = ingest_from_config(config, date(2026, 11, 28))
+    assert [(r.connector, r.ok) for r in reports] == [("files#1", False), ("static", True), ("files#2", True)]
+    lake = Lake(tmp_path / "lake")
+    gaps = connector_failures(lake, lake.scan("attempts").collect(), EngineConfig())
+    assert set(gaps["source"]) == {"files#1"} and gaps["error"].str.contains("no such file").all()
 
 
 def test_the_ingest_commands_extract_every_file_they_land(tmp_path):
