@@ -321,6 +321,12 @@ def ingest_files(
         err.print(f"warning: {file.path}: {file.outlasting} of {file.landed} lines are stamped more than an hour "
                   f"after {', '.join(file.attempt_ids)} ended, so a later run of the job wrote them — land that "
                   "run's Slurm accounting, then this file again")
+    cut = report.cut_files()
+    for file in cut:
+        err.print(f"error: {file.path}: gzip data cut short or corrupt ({file.cut}); its {file.read} lines before "
+                  "the damage landed — re-copy the file and land it again")
+    if cut:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -255,6 +255,29 @@ def test_gpus_per_node_come_from_the_pods_gpu_limits():
     assert row["ranks_per_node"] == 2 and row["gpus_per_node"] == 8
 
 
+def test_a_container_oom_killed_and_restarted_does_not_end_a_running_workload():
+    """The kubelet restarted the OOM-killed container (restartCount 1, the kill in its
+    ``lastState``) and the job trained on: the attempt is still running, and it completes
+    when the workload finishes. A container whose current state is the kill ended it."""
+    restarted = {"containerStatuses": [{
+        "name": "trainer", "restartCount": 1, "state": {"running": {"startedAt": "2026-11-30T10:40:12Z"}},
+        "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled", "startedAt": "2026-11-30T10:00:05Z",
+                                     "finishedAt": "2026-11-30T10:40:01Z"}}}]}
+    killed = {"phase": "Failed", "containerStatuses": [{
+        "name": "trainer", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                                                    "startedAt": "2026-11-30T10:00:05Z",
+                                                    "finishedAt": "2026-11-30T10:40:01Z"}}}]}
+    pod = _kubeflow_pod("llama", "master", "gpu-node-001", status=restarted)
+    running = _kueue_rows([_workload("pytorchjob-llama-1a2b3", PYTORCHJOB, [])], [pod])
+    done = _kueue_rows([_workload("pytorchjob-llama-1a2b3", PYTORCHJOB, [
+        _condition("Finished", "True", "2026-11-30T11:30:03Z", "Succeeded", "PyTorchJob llama is successfully completed.")
+    ])], [pod])
+    oom = _kueue_rows([_workload("pytorchjob-llama-1a2b3", PYTORCHJOB, [])],
+                      [_kubeflow_pod("llama", "master", "gpu-node-001", status=killed)])
+    key = "kueue/k1/ml/pytorchjob-llama-1a2b3/0"
+    assert (running[key]["state"], done[key]["state"], oom[key]["state"]) == ("running", "completed", "out_of_memory")
+
+
 def test_mpijob_launcher_pod_is_linked_by_its_kubeflow_label():
     # mpi-operator v2 runs the launcher as a batch Job of its own (`<name>-launcher`); the
     # workers are the MPIJob's own pods.

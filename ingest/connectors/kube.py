@@ -13,7 +13,9 @@ the Workload of the job at the top of its owner chain: a JobSet's pods (owned by
 Jobs) by their ``jobset.sigs.k8s.io/jobset-name`` label, a Kubeflow job's (PyTorchJob,
 MPIJob, whose launcher is a Job of its own) by ``training.kubeflow.org/job-name``, a batch
 Job's by its ``job-name`` label, anything else by its owner reference. Pod status then
-refines the current attempt: a container ``OOMKilled`` → ``out_of_memory``; a
+refines the current attempt: a container ``OOMKilled`` → ``out_of_memory`` (of a workload
+still running, only a container whose current state is the kill: one the kubelet restarted
+ran on); a
 ``DisruptionTarget`` condition → :data:`DISRUPTION_STATES` (``node_fail`` when the taint
 manager or pod GC deleted the pod, ``preempted`` for the scheduler's preemption or a drain);
 the failing container's exit code, the signal (exit code − 128 above 128) and the
@@ -396,21 +398,22 @@ def _pod_summary(frame: pl.DataFrame) -> pl.DataFrame:
     """Per (namespace, owner job) of the pods (:func:`_pod_frame`): nodes, OOM, first
     failing exit code, disruption reason."""
     schema = {"namespace": pl.String, "owner": pl.String, "nodes": pl.List(pl.String),
-              "oom": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String,
+              "oom": pl.Boolean, "oom_now": pl.Boolean, "exit_code": pl.Int64, "disruption": pl.String,
               "ranks_per_node": pl.Int64, "gpus_per_node": pl.Int64}
     if frame.is_empty():
         return pl.DataFrame(schema=schema)
-    terminated = frame.select("namespace", "owner", "containers").explode("containers").select(
-        "namespace", "owner",
-        term=pl.concat_list(
-            pl.col("containers").struct.field("state").struct.field("terminated"),
-            pl.col("containers").struct.field("lastState").struct.field("terminated"),
-        ),
-    ).explode("term").unnest("term").drop_nulls("exitCode")
+    containers = frame.select("namespace", "owner", "containers").explode("containers")
+    # A container's current termination, and the one before its restart (``lastState``).
+    terminated = pl.concat([
+        containers.select("namespace", "owner", term=pl.col("containers").struct.field(field).struct.field("terminated"),
+                          current=pl.lit(field == "state"))
+        for field in ("state", "lastState")
+    ]).unnest("term").drop_nulls("exitCode")
     failing = terminated.filter(pl.col("exitCode") != 0).sort("finishedAt", nulls_last=True)
     codes = failing.group_by("namespace", "owner", maintain_order=True).agg(
         exit_code=pl.col("exitCode").first(),
         oom=(pl.col("reason") == "OOMKilled").any(),
+        oom_now=((pl.col("reason") == "OOMKilled") & pl.col("current")).any(),
     )
     per_job = frame.group_by("namespace", "owner").agg(
         nodes=pl.col("node").drop_nulls().unique().sort(),
@@ -435,10 +438,15 @@ def _merge_pods(attempts: pl.DataFrame, pods: pl.DataFrame, wl: pl.DataFrame) ->
         pods.rename({"owner": "join_owner"}), on=["namespace", "join_owner"], how="left"
     )
     mine = pl.col("is_latest").fill_null(False)
-    failed = pl.col("state").is_in(["failed", "running", "preempted"])
+    # A running workload's container OOM-killed and restarted (``lastState``) is no end: only
+    # one whose current state is the OOM kill ended the attempt before Kueue saw it.
+    ended_by_oom = (
+        pl.when(pl.col("state") == "running").then(pl.col("oom_now")).otherwise(pl.col("oom")).fill_null(False)
+        & pl.col("state").is_in(["failed", "running", "preempted"])
+    )
     disrupted = pl.col("disruption").replace_strict(DISRUPTION_STATES, default=None)
     state = (
-        pl.when(mine & pl.col("oom").fill_null(False) & failed).then(pl.lit("out_of_memory"))
+        pl.when(mine & ended_by_oom).then(pl.lit("out_of_memory"))
         .when(mine & (disrupted == "node_fail").fill_null(False)).then(pl.lit("node_fail"))
         .when(mine & (disrupted == "preempted").fill_null(False)
               & ~pl.col("state").is_in(["completed", "cancelled"])).then(pl.lit("preempted"))

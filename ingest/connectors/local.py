@@ -56,11 +56,18 @@ class FilesConnector(Connector):
         attempts = known_attempts(self.lake, self.cluster)
         ctx = ParseContext(year=opts.year, boot_time=as_utc(opts.boot_time), default_node=opts.node,
                            ingest_time=datetime.now(UTC), node_pattern=opts.node_pattern, timezone=opts.timezone)
+        cut: list[str] = []
         for parsed, obs in tied_batches(files, ctx, opts.source, attempts, opts.attempt_id):
+            cut += parsed.files.filter(pl.col("cut").is_not_null())["input_id"].to_list()
             for table, source, rows, input_ids in lake_slices(parsed, obs):
                 yield Batch(table=table, rows=rows, cluster=self.cluster, source=source,
                             input_id=f"files:{len(input_ids)} inputs", input_ids=input_ids.to_list(),
                             fetched=rows.height)
+        if cut:
+            # Their lines up to the damage landed with the rest; the error keeps the window's
+            # coverage honest until a good copy is landed.
+            raise ConnectorError(f"files: gzip data cut short or corrupt in {', '.join(cut)}: their lines before "
+                                 "the damage landed; re-copy them and land them again")
 
 
 class StaticOptions(ConnectorOptions):

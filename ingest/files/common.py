@@ -110,7 +110,8 @@ class ParseContext:
 class FileBatch:
     """Files read into one frame: ``lines`` (see the module docstring) and ``files`` (one
     row per file: ``file``, ``input_id`` = the path as given, ``mtime``, ``blank`` = blank
-    lines skipped, ``bytes`` = decompressed size)."""
+    lines skipped, ``bytes`` = decompressed size, ``cut`` = why its gzip data stopped short,
+    null when it did not)."""
 
     lines: pl.DataFrame
     files: pl.DataFrame
@@ -146,9 +147,23 @@ def check_timezone(timezone: str) -> None:
 
 
 def read_bytes(path: str | Path) -> tuple[bytes, int]:
-    """The decompressed bytes of ``path`` and its mtime in µs since the epoch.
+    """The decompressed bytes of ``path`` and its mtime in µs since the epoch; gzip data cut
+    short or corrupt is an error naming the file (:func:`read_log_bytes` keeps what can be
+    read of it instead)."""
+    raw, mtime_us, cut = read_log_bytes(path)
+    if cut:
+        raise FilesError(f"{path}: corrupt gzip data ({cut}); re-copy the file")
+    return raw, mtime_us
 
-    Gzip input (by magic number, whatever the name) is decompressed. A UTF-8 byte-order
+
+def read_log_bytes(path: str | Path) -> tuple[bytes, int, str | None]:
+    """The decompressed bytes of ``path``, its mtime in µs since the epoch, and why its gzip
+    data stopped short (``None`` when it did not).
+
+    Gzip input (by magic number, whatever the name) is decompressed; of gzip data cut short
+    (a copy interrupted mid-file, a rotation still being written) or corrupt past some
+    point, what decompresses before the damage is kept (:func:`_gunzip_readable`): a log's
+    lines up to the cut are as good as any. A UTF-8 byte-order
     mark at the start (Windows editors and some exporters write one) is dropped: it is no
     part of the first line. Plain ``os.read`` calls: a million small job outputs make the
     per-file cost of buffered file objects show (about three times slower).
@@ -165,12 +180,35 @@ def read_bytes(path: str | Path) -> tuple[bytes, int]:
     finally:
         os.close(fd)
     mtime_us = stat.st_mtime_ns // 1000
+    cut = None
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
         except (OSError, EOFError, zlib.error) as exc:
-            raise FilesError(f"{path}: corrupt gzip data ({exc}); re-copy the file") from exc
-    return raw.removeprefix(UTF8_BOM), mtime_us
+            # The line the damage cut in two is no line.
+            readable = _gunzip_readable(raw)
+            raw, cut = readable[:readable.rfind(b"\n") + 1], str(exc) or type(exc).__name__
+    return raw.removeprefix(UTF8_BOM), mtime_us, cut
+
+
+def _gunzip_readable(raw: bytes) -> bytes:
+    """What decompresses of damaged gzip data, member after member, up to the damage (a
+    truncated member gives its data up to the cut)."""
+    out: list[bytes] = []
+    while raw[:2] == b"\x1f\x8b":
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            for start in range(0, len(raw), 1 << 20):
+                out.append(member.decompress(raw[start:start + (1 << 20)]))
+                if member.eof:
+                    break
+        except zlib.error:
+            break
+        if not member.eof:
+            out.append(member.flush())
+            break
+        raw = member.unused_data
+    return b"".join(out)
 
 
 def _texts(raws: Sequence[bytes]) -> pl.Series:
@@ -196,7 +234,10 @@ program printed after its last redraw): group 1 the ``srun --label`` and torchru
 line began with, group 2 the text after the last ``\r``, what a terminal shows."""
 
 
-def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequence[int]) -> FileBatch:
+def lines_of(
+    paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequence[int],
+    cuts: Sequence[str | None] | None = None,
+) -> FileBatch:
     """Split the contents of several files into one frame of non-blank lines.
 
     Bytes that are not UTF-8 become U+FFFD, and so do NUL bytes (never meaningful in a log
@@ -206,13 +247,15 @@ def lines_of(paths: Sequence[str | Path], raws: Sequence[bytes], mtimes_us: Sequ
     (a progress bar, the error printed right after its last redraw) keeps what a terminal
     would show, behind the tags it began with (:data:`REDRAWN`). ``seq`` is the
     1-based physical line number, so ``origin`` points at the right line even when blank
-    lines were skipped.
+    lines were skipped. ``cuts``: per file, why its gzip data stopped short (its ``cut``,
+    :func:`read_log_bytes`), if it did.
     """
     files = pl.DataFrame({
         "file": pl.Series(range(len(paths)), dtype=pl.UInt32),
         "input_id": [str(p) for p in paths],
         "mtime": pl.Series(mtimes_us, dtype=pl.Int64).cast(TS_DTYPE),
         "bytes": pl.Series([len(raw) for raw in raws], dtype=pl.Int64),
+        "cut": pl.Series(cuts if cuts is not None else [None] * len(paths), dtype=pl.String),
         "_text": _texts(raws),
     })
     # The piece after a file's last newline (all of an empty file) is empty and not a line:

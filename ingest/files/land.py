@@ -22,7 +22,7 @@ from pathlib import Path
 import polars as pl
 
 from ingest.files.common import (
-    PLACEMENT_COLUMNS, TS_DTYPE, ZONELESS, FileBatch, FilesError, ParseContext, check_timezone, lines_of, read_bytes,
+    PLACEMENT_COLUMNS, TS_DTYPE, ZONELESS, FileBatch, FilesError, ParseContext, check_timezone, lines_of, read_log_bytes,
 )
 from ingest.files.detect import check_source
 from ingest.files.read import ParsedBatch, as_utc, parse_batch, untied_ranks
@@ -59,7 +59,8 @@ class FileReport:
     (a ``dmesg`` capture landed without ``--node``), ``zoneless``: landed lines whose
     stamp carried no zone, read in the landing's time zone, and ``outlasting``: lines
     stamped more than :data:`OUTLASTING` after the attempt they were tied to ended (its job
-    ran again, and that run's accounting is not in the lake yet)."""
+    ran again, and that run's accounting is not in the lake yet), ``cut``: why the file's gzip
+    data stopped short (its lines up to the damage landed; re-copy it), null when it did not."""
 
     path: str
     source: str
@@ -70,11 +71,13 @@ class FileReport:
     unplaced: int = 0
     zoneless: int = 0
     outlasting: int = 0
+    cut: str | None = None
 
 
 REPORT_SCHEMA = {
     "path": pl.String, "source": pl.String, "attempt_ids": pl.List(pl.String), "read": pl.Int64,
     "landed": pl.Int64, "rejected": pl.Int64, "unplaced": pl.Int64, "zoneless": pl.Int64, "outlasting": pl.Int64,
+    "cut": pl.String,
 }
 """The columns of :attr:`FilesReport.table`, those of :class:`FileReport`."""
 
@@ -105,6 +108,11 @@ class FilesReport:
         (``outlasting``): a later run of the job wrote them, and they belong to it once its
         accounting has landed and the file is landed again."""
         return _file_reports(self.table.filter(pl.col("outlasting") > 0))
+
+    def cut_files(self) -> list[FileReport]:
+        """The gzip files whose data stopped short (``cut``): only their lines before the
+        damage landed, and landing a good copy again replaces them."""
+        return _file_reports(self.table.filter(pl.col("cut").is_not_null()))
 
     def untied_outputs(self) -> list[FileReport]:
         """The Slurm output files (``slurm-%j.out`` names) whose lines landed tied to no
@@ -222,18 +230,20 @@ def read_batches(files: list[str], budget: int, first: int | None = None) -> Ite
     paths: list[str] = []
     raws: list[bytes] = []
     mtimes: list[int] = []
+    cuts: list[str | None] = []
     size, limit = 0, min(first or budget, budget)
     for path in files:
-        raw, mtime_us = read_bytes(path)
+        raw, mtime_us, cut = read_log_bytes(path)
         paths.append(path)
         raws.append(raw)
         mtimes.append(mtime_us)
+        cuts.append(cut)
         size += len(raw)
         if size >= limit:
-            yield lines_of(paths, raws, mtimes)
-            paths, raws, mtimes, size, limit = [], [], [], 0, budget
+            yield lines_of(paths, raws, mtimes, cuts)
+            paths, raws, mtimes, cuts, size, limit = [], [], [], [], 0, budget
     if paths:
-        yield lines_of(paths, raws, mtimes)
+        yield lines_of(paths, raws, mtimes, cuts)
 
 
 def known_attempts(lake: Lake, cluster: str | None) -> pl.DataFrame:
@@ -587,7 +597,7 @@ def land_batch(lake: Lake, parsed: ParsedBatch, obs: pl.DataFrame, cluster: str)
         files.join(landed, on="file", how="left").join(rejected, on="file", how="left").sort("file")
         .select(pl.col("input_id").alias("path"), "source", pl.col("attempt_ids").fill_null([]),
                 pl.col("lines").alias("read"), pl.col("landed").fill_null(0), pl.col("rejected").fill_null(0),
-                pl.col("unplaced").fill_null(0), "zoneless", pl.col("outlasting").fill_null(0))
+                pl.col("unplaced").fill_null(0), "zoneless", pl.col("outlasting").fill_null(0), "cut")
         .cast(REPORT_SCHEMA)
     )
 
