@@ -540,7 +540,8 @@ def restore_orphaned_confirmations(events: pl.DataFrame) -> pl.DataFrame:
     python rule may later find that other event no root of this attempt (an NVLink5 XID its
     severity marks ``Nonfatal``, an XID the previous job left on the node). The application's
     report of the fault (``CUDA error: uncorrectable ECC error``) would then leave the
-    attempt without a root at all.
+    attempt without a root at all. One stamped before the attempt started is another
+    report of that earlier fault: ``context``, as the event it confirmed is.
     """
     linked = _with_rows(events).filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
     if linked.is_empty():
@@ -560,6 +561,9 @@ def restore_orphaned_confirmations(events: pl.DataFrame) -> pl.DataFrame:
             "_row", "attempt_id", pl.coalesce("_next", "_at").alias("_at"))
     handed = target.join(roots, on=["attempt_id", "_at"], how="semi")
     lost = orphans.join(handed, on="_row", how="anti")
-    role = events["role"].scatter(lost["_row"], "root_candidate")
+    # Another report of a fault from before the attempt started (the device plugin's word
+    # of the XID the previous job left) is that fault's, as the XID is: context.
+    before = lost.filter((pl.col("ts_hi") < pl.col("start_ts")).fill_null(False))["_row"]
+    role = events["role"].scatter(lost["_row"], "root_candidate").scatter(before, "context")
     caused_by = events["caused_by"].scatter(lost["_row"], None).scatter(handed["_row"], handed["_at"])
     return events.with_columns(role, caused_by)

@@ -1,7 +1,8 @@
 """dcgm-exporter's XID gauge (``rules/metric_xid.py``): the only word of a GPU's fault on a node
 whose kernel log was not shipped is its root, with its code's meaning from the kernel XID
 table; beside the kernel's own XID line it is context; an application's XID, a code the
-catalog calls context and a gauge falling back to 0 blame no GPU. Samples in the metrics
+catalog calls context and a gauge falling back to 0 blame no GPU; the device plugin's word of
+an XID the previous job left is context as the XID is. Samples in the metrics
 table's shape (as the Prometheus connector lands them), with the Slurm connector and the
 files landing, attributed by a run."""
 
@@ -26,7 +27,13 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 854|854|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[9-10]|gres/gpu=16,node=2
 855|855|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[11-12]|gres/gpu=16,node=2
 856|856|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[13-14]|gres/gpu=16,node=2
+857|857|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[15-16]|gres/gpu=16,node=2
 """
+# An NVLink error, as NVIDIA's XID catalog describes 74, and the device plugin's word of it.
+XID_74 = ("NVRM: Xid (PCI:0000:ba:00): 74, pid=509, name=python3, NVLink: fatal error detected on link 5"
+          "(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)")
+PLUGIN_74 = ("nvidia-device-plugin[2211]: 2026/11/20 09:40:00 XidCriticalError: Xid=74 "
+             "on Device=GPU-4a413db8-fbd5-6af7-b2c1-42dbb288b458, the device will go unhealthy.")
 T0 = datetime(2026, 11, 20, 9, 50, tzinfo=UTC)
 # dcgm-exporter's label set (etc/default-counters.csv; the Hostname label names the node)
 LABELS = '{"DCGM_FI_DRIVER_VERSION":"550.90.07","Hostname":"%s","gpu":"2","modelName":"NVIDIA H100 80GB HBM3"}'
@@ -64,15 +71,21 @@ def verdicts(tmp_path_factory):
     logs.mkdir()
     # 856: m14's device plugin took a GPU out of service for XID 94 (its message as
     # NVIDIA/k8s-device-plugin#189 shows it); the kernel's line is not in the journal.
-    for node in ("m1", "m3", "m4", "m5", "m6", "m7", "m9", "m10", "m11", "m13", "m14"):
+    # 857: the job before it left an NVLink error on m15 at 09:40 (the kernel's line and the
+    # device plugin's); this job trained on m15 and m16 until m16's GPU fell off the bus.
+    for node in ("m1", "m3", "m4", "m5", "m6", "m7", "m9", "m10", "m11", "m13", "m14", "m15", "m16"):
         lines = [("10:05:00", ALIVE), ("10:25:00", ALIVE)]
+        if node == "m15":
+            lines[:0] = [("09:40:00", f"kernel: {XID_74}"), ("09:40:00", PLUGIN_74)]
+        if node == "m16":
+            lines.insert(1, ("10:20:00", f"kernel: {XID_79}"))
         if node == "m4":
             lines.insert(1, ("10:20:00", f"kernel: {XID_79}"))
         if node == "m14":
             lines.insert(1, ("10:20:00", "nvidia-device-plugin[2211]: 2026/11/20 10:20:00 XidCriticalError: Xid=94 "
                              "on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will go unhealthy."))
         (logs / f"{node}.log").write_text(syslog(node, *lines))
-    for job in ("850", "851", "852", "853", "854", "855", "856"):
+    for job in ("850", "851", "852", "853", "854", "855", "856", "857"):
         (logs / f"slurm-{job}.out").write_text(
             f"0: [2026-11-20 10:10:00,000] {ITERATION}\n" + "".join(watchdog_timeout(r, "10:29:00") + "\n" for r in range(8)))
     land_log_files(lake, [logs], cluster="c1")
@@ -114,3 +127,11 @@ def test_an_applications_xid_and_a_reset_gauge_blame_no_gpu(verdicts):
 def test_the_device_plugins_xid_takes_its_codes_domain(verdicts):
     v = verdicts["856"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu_memory", "gpu_memory.uncorrectable_ecc", ["m14"])
+
+
+def test_the_device_plugins_word_of_an_earlier_jobs_xid_is_that_jobs_too(verdicts):
+    """The kernel's XID 74 from before the start is the previous job's; so is the device
+    plugin's report of it, which it confirmed."""
+    v = verdicts["857"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["m16"])
+    assert {e["role"] for e in v["evidence"] if "Xid=74" in e["message"] or ": 74," in e["message"]} == {"context"}
