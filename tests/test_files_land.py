@@ -452,6 +452,43 @@ def test_bad_inputs_fail_before_anything_lands(tmp_path):
     assert not lake.root.exists()
 
 
+def test_a_gzip_rotation_cut_short_lands_its_lines_up_to_the_cut_and_is_reported(tmp_path):
+    """An interrupted copy cut one node's ``syslog.2.gz`` short: its lines before the cut
+    land (the line the cut went through does not), the other node's log lands whole, the
+    report names the cut file, and ``ingest files`` says so and exits 1. A good copy landed
+    again replaces what the cut one gave."""
+    import gzip
+
+    from typer.testing import CliRunner
+
+    from engine.cli import app
+
+    lines = [SYSLOG_LINE[0].replace("05:03:41", f"05:{i // 60:02d}:{i % 60:02d}") for i in range(3000)]
+    body = ("\n".join(lines) + "\n").encode()
+    whole = gzip.compress(body)
+    (tmp_path / "n1").mkdir()
+    (tmp_path / "n2").mkdir()
+    (tmp_path / "n1" / "syslog.2.gz").write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "n2" / "syslog").write_bytes(body)
+    lake = Lake(tmp_path / "lake")
+    report = land_log_files(lake, [tmp_path / "n1", tmp_path / "n2"], cluster=CLUSTER, source="syslog", year=2026)
+    cut, good = report.files
+    assert (good.cut, good.landed) == (None, 3000)
+    assert "end-of-stream marker" in cut.cut and 0 < cut.landed < 3000 and cut.landed == cut.read
+    assert [f.path for f in report.cut_files()] == [cut.path]
+    landed = lake.scan("observations").filter(pl.col("input_id") == cut.path).collect()
+    assert landed.sort("seq")["message"].to_list() == [line.split("kernel: ", 1)[1] for line in lines[: cut.landed]]
+    result = CliRunner().invoke(app, ["ingest", "files", str(tmp_path / "n1"), "--lake", str(tmp_path / "cli"),
+                                      "--cluster", CLUSTER, "--source", "syslog", "--year", "2026"])
+    said = " ".join(result.output.split())  # the console wraps long lines
+    assert result.exit_code == 1 and "gzip data cut short or corrupt" in said
+    assert "re-copy the file and land it again" in said
+    (tmp_path / "n1" / "syslog.2.gz").write_bytes(whole)
+    again = land_log_files(lake, [tmp_path / "n1"], cluster=CLUSTER, source="syslog", year=2026)
+    assert (again.files[0].cut, again.landed) == (None, 3000)
+    assert lake.scan("observations").filter(pl.col("input_id") == cut.path).collect().height == 3000
+
+
 @pytest.mark.parametrize("cluster", ["x=y", "a/../../b", ""])
 def test_a_cluster_name_that_is_no_folder_name_lands_nothing(tmp_path, cluster):
     lake = Lake(tmp_path / "lake")

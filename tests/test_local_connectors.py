@@ -93,6 +93,31 @@ clusters:
     assert set(gaps["source"]) == {"files#1"} and gaps["error"].str.contains("no such file").all()
 
 
+def test_a_gzip_file_cut_short_lands_up_to_the_cut_and_fails_its_connector(tmp_path):
+    """The night's node logs land, the cut rotation's lines up to the cut too, and the
+    connector reports the file: the window's verdicts say it needs a good copy."""
+    import gzip
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    body = (SAMPLES / "nodes" / "gpu003" / "syslog").read_bytes()
+    whole = gzip.compress(body * 20)
+    (logs / "syslog.2.gz").write_bytes(whole[: len(whole) // 2])
+    (logs / "syslog").write_bytes(body)
+    config = tmp_path / "lake.yaml"
+    config.write_text(f"""
+lake: {tmp_path / 'lake'}
+clusters:
+  demo:
+    connectors:
+      - type: files
+        options: {{paths: [{logs}], node: gpu003}}
+""")
+    (report,) = ingest_from_config(config, date(2026, 11, 28))
+    assert "gzip data cut short or corrupt in" in report.error and "syslog.2.gz" in report.error
+    assert report.landed > body.count(b"\n")
+
+
 def test_the_ingest_commands_extract_every_file_they_land(tmp_path):
     """``causelake ingest --config`` and ``causelake ingest files`` land each observations
     file with its events for the installed pack, which runs then read."""
