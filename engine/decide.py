@@ -17,8 +17,8 @@ When no log line offers a root, the scheduler state's meaning (the pack's ``stat
 TIMEOUT → ``scheduler.time_limit``…) is the fallback root (so it is when the only root is
 a cancellation that gives no reason and the state gives one: DEADLINE), but not a time
 limit that ended a job whose watchdogs had reported a hung collective long before
-(:func:`hung_before_the_limit`); it names no culprit, except the node of a one-node attempt whose state blames the infrastructure
-(NODE_FAIL, BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A successful
+(:func:`hung_before_the_limit`); it names no culprit, except the node of a one-node
+attempt whose state blames the infrastructure (NODE_FAIL, BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A successful
 attempt gets ``domain = none``.
 
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked

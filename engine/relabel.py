@@ -265,8 +265,9 @@ a NET/IB error (a launcher that shows only local rank 0)."""
 
 def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
     """A port that went down and came back up, a Lustre connection lost and restored, or an
-    NFS server that stopped answering and came back (``nfs: server … OK``), more than :data:`FELT_WITHIN` before the attempt started failing is not its root cause:
-    such root candidates become ``context`` — unless errors the application reported were
+    NFS server that stopped answering and came back (``nfs: server … OK``), more than
+    :data:`FELT_WITHIN` before the attempt started failing is not its root cause: such
+    root candidates become ``context`` — unless errors the application reported were
     tied to it, or to another outage of its node, as their confirmations (NCCL's
     ``NET/IB`` retry errors: the flap did break the job's traffic, though the watchdog
     noticed only later).
