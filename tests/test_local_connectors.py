@@ -4,28 +4,33 @@ the same rows as the ``ingest files``/``ingest static`` commands."""
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 from typer.testing import CliRunner
 
 from engine.cli import app
+from engine.config import EngineConfig
 from engine.extract import landing_derivation
 from engine.oneshot import SAMPLES
 from engine.rules.loader import load_rule_pack
-from engine.config import EngineConfig
 from engine.run import COUNTS, connector_failures
 from ingest.config import ingest_from_config
+from ingest.connectors import ConnectorReport
 from ingest.files import land_log_files
 from ingest.lake import Lake
 from ingest.static import land_static_context
 
 
-def test_config_with_local_connectors_lands_what_the_commands_land(tmp_path):
+def _nightly(tmp_path: Path, connectors: str) -> list[ConnectorReport]:
+    """The reports of ``ingest --config`` for 2026-11-28 into ``tmp_path/lake``, the cluster
+    ``demo`` having the ``connectors`` (YAML list items, indented by six spaces)."""
     config = tmp_path / "lake.yaml"
-    config.write_text(f"""
-lake: {tmp_path / 'lake'}
-clusters:
-  demo:
-    connectors:
+    config.write_text(f"lake: {tmp_path / 'lake'}\nclusters:\n  demo:\n    connectors:\n{connectors}")
+    return ingest_from_config(config, date(2026, 11, 28))
+
+
+def test_config_with_local_connectors_lands_what_the_commands_land(tmp_path):
+    reports = _nightly(tmp_path, f"""\
       - type: static
         options: {{path: {SAMPLES / 'context.yaml'}}}
       - type: files
@@ -33,7 +38,6 @@ clusters:
       - type: files
         options: {{paths: [{SAMPLES / 'nodes' / 'gpu003' / 'syslog'}], node: gpu003}}
 """)
-    reports = ingest_from_config(config, date(2026, 11, 28))
     assert [r.ok for r in reports] == [True, True, True], [r.error for r in reports]
     by_config = Lake(tmp_path / "lake")
 
@@ -53,32 +57,11 @@ clusters:
     assert reports[1].landed == obs_a.filter(obs_a["source"] == "app").height
 
 
-def test_missing_files_fail_that_connector_only(tmp_path):
-    config = tmp_path / "lake.yaml"
-    config.write_text(f"""
-lake: {tmp_path / 'lake'}
-clusters:
-  demo:
-    connectors:
-      - type: files
-        options: {{paths: [{tmp_path / 'nope.log'}]}}
-      - type: static
-        options: {{path: {SAMPLES / 'context.yaml'}}}
-""")
-    reports = ingest_from_config(config, date(2026, 11, 28))
-    assert "no such file" in reports[0].error and reports[1].ok
-    assert Lake(tmp_path / "lake").scan("attempts").collect().height == 20
-
-
-def test_a_failing_connector_is_not_hidden_by_another_of_its_type(tmp_path):
-    """Two ``files`` connectors of one cluster are told apart (``files#1``, ``files#2``): the
-    first failing stays in the attempts' coverage though the second succeeded."""
-    config = tmp_path / "lake.yaml"
-    config.write_text(f"""
-lake: {tmp_path / 'lake'}
-clusters:
-  demo:
-    connectors:
+def test_missing_files_fail_that_connector_only_and_stay_in_coverage(tmp_path):
+    """A failing connector never stops the others; two ``files`` connectors of one cluster
+    are told apart (``files#1``, ``files#2``), so the first failing stays in the attempts'
+    coverage though the second succeeded."""
+    reports = _nightly(tmp_path, f"""\
       - type: files
         options: {{paths: [{tmp_path / 'nope.log'}]}}
       - type: static
@@ -86,9 +69,10 @@ clusters:
       - type: files
         options: {{paths: [{SAMPLES / 'jobs'}], source: app}}
 """)
-    reports = ingest_from_config(config, date(2026, 11, 28))
     assert [(r.connector, r.ok) for r in reports] == [("files#1", False), ("static", True), ("files#2", True)]
+    assert "no such file" in reports[0].error
     lake = Lake(tmp_path / "lake")
+    assert lake.scan("attempts").collect().height == 20
     gaps = connector_failures(lake, lake.scan("attempts").collect(), EngineConfig())
     assert set(gaps["source"]) == {"files#1"} and gaps["error"].str.contains("no such file").all()
 
@@ -104,16 +88,10 @@ def test_a_gzip_file_cut_short_lands_up_to_the_cut_and_fails_its_connector(tmp_p
     whole = gzip.compress(body * 20)
     (logs / "syslog.2.gz").write_bytes(whole[: len(whole) // 2])
     (logs / "syslog").write_bytes(body)
-    config = tmp_path / "lake.yaml"
-    config.write_text(f"""
-lake: {tmp_path / 'lake'}
-clusters:
-  demo:
-    connectors:
+    (report,) = _nightly(tmp_path, f"""\
       - type: files
         options: {{paths: [{logs}], node: gpu003}}
 """)
-    (report,) = ingest_from_config(config, date(2026, 11, 28))
     assert "gzip data cut short or corrupt in" in report.error and "syslog.2.gz" in report.error
     assert report.landed > body.count(b"\n")
 
