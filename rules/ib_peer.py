@@ -27,7 +27,9 @@ when every reporting node but one names the shared peer and that one node names 
 peers (no more of them than there are nodes naming the shared one), that node is the shared
 end; when every reporting node names it, none of them is it, and the one node of the
 attempt that reported nothing is (unless another fault is a root of the attempt already,
-an OOM kill or a GPU off the bus, which the precedence rules weigh against the reports).
+an OOM kill or a GPU off the bus on another node, which the precedence rules weigh against
+the reports; one on that quiet node itself, Slurm's report that it stopped answering, only
+confirms it).
 
 The shared end's reports stay root candidates and the other nodes' reports become cascades
 of its first one; a shared end that reported nothing itself (its log lost with it) gets a
@@ -162,19 +164,20 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     # of the attempt already (an OOM kill, a dead GPU), which the other rules weigh against
     # the reports.
     reporters = pairs.group_by("attempt_id").agg(pl.col("node").n_unique().alias("_reporters"))
+    quiet = (
+        names.join(pairs.select("attempt_id", "node").unique(), on=["attempt_id", "node"], how="anti")
+        .filter(pl.len().over("attempt_id") == 1)
+    )
+    # A root on that one quiet node (Slurm's report that it stopped answering, its GPU off
+    # the bus) is why the connections to it failed: it points at the node, not elsewhere.
     other_roots = events.filter(
         (pl.col("role") == "root_candidate") & pl.col("attempt_id").is_not_null() & ~pl.col("event").is_in(EVENTS)
-    ).select("attempt_id").unique()
+    ).select("attempt_id", "node").join(quiet, on=["attempt_id", "node"], how="anti").select("attempt_id").unique()
     named_by_all = (
         shared.join(reporters, on="attempt_id").filter(pl.col("_by") == pl.col("_reporters"))
         .join(other_roots, on="attempt_id", how="anti")
     )
-    silent = (
-        names.join(pairs.select("attempt_id", "node").unique(), on=["attempt_id", "node"], how="anti")
-        .filter(pl.len().over("attempt_id") == 1)
-        .join(named_by_all, on="attempt_id", how="semi")
-        .select("attempt_id", pl.col("node").alias("_end"))
-    )
+    silent = quiet.join(named_by_all, on="attempt_id", how="semi").select("attempt_id", pl.col("node").alias("_end"))
     # Or, of two nodes that only name each other, the one whose port counted errors.
     counted = events.filter(pl.col("cause") == PORT_ERRORS).select("attempt_id", "node").unique()
     mutual = (

@@ -40,6 +40,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 811|811|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[38-39]|gres/gpu=16,node=2
 812|812|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[40-42]|gres/gpu=24,node=3
 813|813|md|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[43-46]|gres/gpu=32,node=4
+814|814|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[47-49]|gres/gpu=24,node=3
 """
 
 
@@ -173,7 +174,14 @@ def verdicts(tmp_path_factory):
     # connections to LID 1422, which n46 said nothing about (its port died with it).
     (logs / "slurm-813.out").write_text(f"0: [2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(
         ucx_retry_exceeded(rank, node, 1422) + "\n" for rank, node in ((0, "n43"), (8, "n44"), (16, "n45"))))
-    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+    # EFA again: n47 and n48 name instance i-0f, n49's, which printed nothing; slurmctld then
+    # found n49 not responding (its line as clustervision/trinity#506 shows it).
+    ids = {"n47": "i-0d0000000000000d4", "n48": "i-0e0000000000000e5", "n49": "i-0f0000000000000f6"}
+    (logs / "slurm-814.out").write_text(f"0: [2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(
+        efa_unresponsive(rank, node, ids[node], ids["n49"]) + "\n" for rank, node in ((4, "n47"), (12, "n48"))))
+    ctld = root / "slurmctld.log"
+    ctld.write_text("[2026-11-20T09:03:20.846] error: Nodes n49 not responding, setting DOWN\n")
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), more=((ctld, {"node": "ctl1"}),))
 
 
 def test_the_node_every_failing_connection_touches_is_the_culprit(verdicts):
@@ -273,6 +281,13 @@ def test_efas_unresponsive_peer_names_its_instance_and_so_its_node(verdicts):
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n30"])
     roles = {(e["node"], e["role"]) for e in v["evidence"] if e["rule_id"] == "fabric.ofi_completion_error"}
     assert roles == {("n30", "root_candidate"), ("n28", "cascade"), ("n29", "cascade")}
+
+
+def test_slurms_word_that_the_silent_end_stopped_answering_points_at_it(verdicts):
+    """slurmctld's report of the node every connection named is no rival to the reports: it
+    is why they failed."""
+    v = verdicts["814"]
+    assert v["domain"] in ("network", "host") and v["culprit_nodes"] == ["n49"]
 
 
 def test_socket_timeouts_on_one_address_name_its_node(verdicts):
