@@ -302,9 +302,10 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     fault) counts the attempt's affected nodes, but only beside another attempt with the
     same cause: one job's own nodes all waiting on its fault say nothing of a shared
     component. The culprits of an ``ambiguous`` verdict are counted for none: they are the
-    suspects of competing explanations, not nodes the cause was found on. When the culprit
-    ports of them all are cabled to one switch (:func:`add_switch_ports` ran first), the
-    note names it."""
+    suspects of competing explanations, not nodes the cause was found on. Where the culprit
+    ports are cabled to known switches (:func:`add_switch_ports` ran first), only roots
+    behind a switch of this root's count; when the culprit ports of them all are cabled to
+    one switch, the note names it."""
     window = timedelta(seconds=config.seconds("systemic_window"))
     named = pl.col("culprit_nodes").list.len() > 0
     roots = (
@@ -321,14 +322,23 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
         return verdicts
     others = roots.filter(pl.col("quality") != "ambiguous").drop("quality").explode("culprit_nodes")
     affected_only = pl.col("_affected")
+    # Where both roots' ports are cabled to known switches, only roots behind a switch of
+    # this one's share its component: a cable pulled under another leaf at the same time is
+    # a fault of its own.
+    switches, other_switches = pl.col("_switches"), pl.col("_switches_other")
+    same_component = (
+        (switches.list.len() == 0) | (other_switches.list.len() == 0)
+        | (switches.list.set_intersection(other_switches).list.len() > 0)
+    )
     nearby = (
-        _same_cause_nearby(roots.drop("quality", "_affected", "_switches"), others, window)
+        _same_cause_nearby(roots.drop("quality", "_affected"), others, window)
+        .filter(same_component)
         .group_by("attempt_id", "cause", "first_fault_ts")
         .agg(
             pl.col("culprit_nodes_other").filter(
                 ~affected_only | (pl.col("attempt_id_other").filter(affected_only).n_unique() >= 2)
             ).drop_nulls().n_unique().alias("nodes"),
-            pl.col("_switches").list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("switches"),
+            other_switches.list.explode(keep_nulls=False, empty_as_null=False).unique().sort().alias("switches"),
         )
         .filter(pl.col("nodes") >= config.systemic_nodes)
     )

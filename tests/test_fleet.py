@@ -125,20 +125,24 @@ def test_one_jobs_own_nodes_waiting_on_its_fault_are_no_systemic_event():
 
 def test_a_systemic_event_whose_culprit_ports_share_one_switch_names_it():
     """A leaf switch died: three jobs' nodes lost their ports at once, every one cabled to
-    leaf-03 (its description, as ibnetdiscover prints it, holds a "/")."""
-    att = attempts(*({"attempt_id": f"a{i}", "job_id": str(i), "nodes": [f"n{i}"]} for i in range(3)))
+    leaf-03 (its description, as ibnetdiscover prints it, holds a "/"). Two minutes later a
+    cable was pulled on n3, under another leaf: a fault of its own, which neither joins the
+    event nor keeps it from naming leaf-03."""
+    att = attempts(*({"attempt_id": f"a{i}", "job_id": str(i), "nodes": [f"n{i}"]} for i in range(4)))
     ev = events(*({"node": f"n{i}", "event": "link_down", "domain": "network", "cause": "network.link_down",
-                   "ts": at(10 + i * 0.2), "port": "mlx5_0:1"} for i in range(3)))
+                   "ts": at(10 + i * 0.2 + (2 if i == 3 else 0)), "port": "mlx5_0:1"} for i in range(4)))
     topology = pl.DataFrame({
-        "kind": "hca_port", "node": ["n0", "n1", "n2"], "hca": "mlx5_0", "port": "1",
-        "switch": "MF0;leaf-03:MQM9700/U1", "switch_port": ["1", "2", "3"], "gpu": None, "pci": None,
-        "origin": "t.ibnetdiscover", "cluster": "c",
+        "kind": "hca_port", "node": ["n0", "n1", "n2", "n3"], "hca": "mlx5_0", "port": "1",
+        "switch": ["MF0;leaf-03:MQM9700/U1"] * 3 + ["MF0;leaf-04:MQM9700/U1"], "switch_port": ["1", "2", "3", "1"],
+        "gpu": None, "pci": None, "origin": "t.ibnetdiscover", "cluster": "c",
     }, schema_overrides={"gpu": pl.String, "pci": pl.String})
     v = run_fleet(att, ev, topology)
     for attempt in ("a0", "a1", "a2"):
         note = [e for e in v[attempt]["evidence"] if e["rule_id"] == "fleet.systemic"]
         assert len(note) == 1
+        assert note[0]["message"].startswith("network.link_down was the root cause on 3 nodes")
         assert note[0]["message"].endswith("every culprit port is cabled to switch MF0;leaf-03:MQM9700/U1")
+    assert not any(e["rule_id"] == "fleet.systemic" for e in v["a3"]["evidence"])
 
 
 def test_a_victim_of_a_systemic_event_is_no_repeat_offender():
