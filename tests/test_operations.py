@@ -1,7 +1,8 @@
 """Operators and their tools acting on nodes under running jobs, end to end through the
 Slurm connector, the files landing and a run: a node someone set DOWN (slurmctld's
 ``update_node`` lines) is the operator's doing, not the node's fault, unless the node
-reported a fault first or NHC gave its failed check as the reason; a slurmd someone
+reported a fault first, NHC gave its failed check as the reason, or a cloud's resume program
+gave the instance it could not launch; a slurmd someone
 stopped is the same, while a slurmd restart the job outlived is not its end; an NHC process
 check (a system service not running) does not end a job; and a generic exception does not
 confirm another line's fault because its unknown stamp spans it, while it does confirm the
@@ -23,6 +24,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 934|934|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T10:30:00|n9|gres/gpu=8,node=1
 935|935|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:41:30|n[10-11]|gres/gpu=16,node=2
 936|936|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:20:30|n[12-13]|gres/gpu=16,node=2
+937|937|train|alice|NODE_FAIL|0:0|2026-11-20T09:55:00|2026-11-20T10:13:46|od-dy-p5-[1-2]|gres/gpu=16,node=2
 """
 
 # slurmctld/node_mgr.c update_node(): "%s: node %s reason set to: %s", "… state set to %s".
@@ -38,6 +40,11 @@ CTLD = (
     "[2026-11-20T09:49:58.000] update_node: node n6 state set to DOWN\n"
     # 933: slurmd stopped on n8; slurmctld set it down after SlurmdTimeout (ping_nodes.c).
     "[2026-11-20T10:06:18.000] error: Nodes n8 not responding, setting DOWN\n"
+    # 937: AWS ParallelCluster's resume program found no capacity for od-dy-p5-2's instance
+    # (the reason its fast insufficient-capacity fail-over guide quotes) and set it DOWN.
+    "[2026-11-20T10:13:46.000] update_node: node od-dy-p5-2 reason set to: (Code:InsufficientInstanceCapacity)"
+    "Failure when resuming nodes\n"
+    "[2026-11-20T10:13:46.000] update_node: node od-dy-p5-2 state set to DOWN\n"
 )
 # slurmstepd's banner of an attempt lost to a node (slurmstepd/req.c), on the batch host.
 NODE_FAILURE_BANNER = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T{clock} DUE TO NODE FAILURE ***\n"
@@ -95,6 +102,12 @@ def test_a_node_an_operator_set_down_is_the_operators_doing(verdicts):
     # Slurm's NODE_FAIL and its banner are what followed, not a rival fault.
     assert v["quality"] != "ambiguous" and not v["alternatives"]
     assert role_of(v, "scheduler.slurm_cancelled_node_failure") == "cascade"
+
+
+def test_a_node_the_cloud_could_not_launch_is_no_operators_doing_and_no_nodes_fault(verdicts):
+    v = verdicts["937"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.boot_failure", [])
+    assert role_of(v, "scheduler.node_set_down") == "confirmation"
 
 
 def test_a_node_nhc_set_down_is_the_check_it_failed(verdicts):
