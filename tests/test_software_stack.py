@@ -2,7 +2,9 @@
 and a run: a driver too old for the job's CUDA on every node of a job is the job's build,
 on some nodes those nodes'; the NVIDIA container hook's reason outranks the enroot hook and
 pyxis's generic failure; a node's image import failing, which the job output prints without a
-node, is on the node whose task srun reports first; a node out of loop devices is the node's; PyTorch finding no
+node, is on the node whose task srun reports first, on every node where every node's slurmstepd
+relayed it; a node out of loop devices, or its /tmp too full for Apptainer to unpack the image,
+is the node's; a registry refusing the image is the job's; PyTorch finding no
 driver on one node names it; cuBLAS failing to start and a missing shared library are the
 job's."""
 
@@ -26,6 +28,10 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 958|958|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[17-18]|gres/gpu=16,node=2
 959|959|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|s[19-20]|gres/gpu=2,node=2
 960|960|train|alice|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:20:00|s[21-22]|gres/gpu=2,node=2
+961|961|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[23-24]|gres/gpu=16,node=2
+962|962|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[25-26]|gres/gpu=16,node=2
+963|963|train|alice|FAILED|255:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[27-28]|gres/gpu=16,node=2
+964|964|train|alice|FAILED|255:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[29-30]|gres/gpu=16,node=2
 """
 
 # https://github.com/pytorch/pytorch/blob/main/c10/cuda/CUDAFunctions.cpp (CUDA error 35)
@@ -46,6 +52,17 @@ TAR_FULL = ("slurmstepd: error: pyxis:     tar: usr/local/lib/python3.10/dist-pa
 RENDEZVOUS_TIMEOUT = "torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError: "
 # slurmstepd's step OOM report (src/plugins/task/cgroup/task_cgroup_memory.c)
 STEP_OOM = "slurmstepd: error: Detected 1 oom_kill event in StepId=960.0. Some of the step tasks have been OOM Killed."
+# https://github.com/NVIDIA/pyxis/issues/101
+NO_CLI = ("slurmstepd: error: pyxis:     [ERROR] Command not found: nvidia-container-cli, see "
+          "https://github.com/NVIDIA/libnvidia-container")
+# https://github.com/Gabaldonlab/perSVade/issues/9
+SANDBOX_FULL = ("FATAL:   while extracting /home/u/md.sif: root filesystem extraction failed: failed to copy content in "
+                "staging file: write /tmp/rootfs-645513470/archive-2796493803: no space left on device")
+# https://github.com/ncbi/pgap/issues/145
+RATE_LIMITED = ("FATAL:   Unable to handle docker://ncbi/pgap:2021-01-11.build5132 uri: failed to get checksum for "
+                "docker://ncbi/pgap:2021-01-11.build5132: Error reading manifest 2021-01-11.build5132 in docker.io/ncbi/"
+                "pgap: toomanyrequests: You have reached your pull rate limit. You may increase the limit by "
+                "authenticating and upgrading: https://www.docker.com/increase-rate-limit")
 # https://github.com/wheaton5/souporcell/issues/201
 NO_LOOP = ("FATAL:   container creation failed: mount /proc/self/fd/3->/var/lib/apptainer/mnt/session/rootfs error: "
            "while mounting image /proc/self/fd/3: failed to find loop device: could not attach image file to loop "
@@ -94,6 +111,25 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-960.out").write_text(
         f"0: [2026-11-20 10:19:00,000] {ITERATION}\n{STEP_OOM}\n"
         "srun: error: s21: task 0: Killed\nsrun: error: s22: task 1: Out Of Memory\n")
+    # 961: both nodes' slurmstepd relay the same refusal, each before srun's report of its
+    # own node's tasks exiting: the image needs a newer driver than every node has.
+    refused = f"{REQUIREMENT}\n{HOOK}\n{PYXIS_FAILED}\n"
+    (logs / "slurm-961.out").write_text(
+        f"{refused}srun: error: s23: tasks 0-7: Exited with exit code 1\n"
+        f"{refused}srun: error: s24: tasks 8-15: Exited with exit code 1\n")
+    # 962: s25's enroot hook lacks nvidia-container-cli (two lines of one rule); srun then
+    # terminates s26's tasks, which had started.
+    (logs / "slurm-962.out").write_text(
+        f"{NO_CLI}\n{HOOK}\n{PYXIS_FAILED}\nsrun: error: s25: tasks 0-7: Exited with exit code 1\n"
+        "srun: Terminating StepId=962.0\nsrun: error: s26: tasks 8-15: Terminated\n")
+    # 963: Apptainer on s28 could not unpack the image into its full /tmp; s27's tasks started.
+    (logs / "slurm-963.out").write_text(
+        f"0: [2026-11-20 10:00:20,000] {ITERATION}\n8: {SANDBOX_FULL}\n9: {SANDBOX_FULL}\n"
+        "srun: error: s28: tasks 8-15: Exited with exit code 255\n")
+    # 964: Docker Hub refused every task's anonymous pull.
+    (logs / "slurm-964.out").write_text(f"0: {RATE_LIMITED}\n8: {RATE_LIMITED}\n"
+                                        "srun: error: s29: tasks 0-7: Exited with exit code 255\n"
+                                        "srun: error: s30: tasks 8-15: Exited with exit code 255\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -154,3 +190,23 @@ def test_a_nodes_image_import_failing_is_on_the_node_srun_reports_first(verdicts
 
 def test_a_steps_oom_report_is_not_placed_by_the_first_task_report(verdicts):
     assert "s21" not in verdicts["960"]["culprit_nodes"]
+
+
+def test_a_refusal_every_nodes_slurmstepd_relayed_is_the_jobs(verdicts):
+    v = verdicts["961"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_newer_than_driver", [])
+
+
+def test_a_setup_failure_of_the_node_srun_reported_first_stays_that_nodes(verdicts):
+    v = verdicts["962"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.container_runtime", ["s25"])
+
+
+def test_apptainer_unpacking_into_a_full_tmp_is_that_nodes_disk(verdicts):
+    v = verdicts["963"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_full", ["s28"])
+
+
+def test_a_registry_refusing_every_tasks_pull_is_the_jobs_image(verdicts):
+    v = verdicts["964"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.container_failed", [])
