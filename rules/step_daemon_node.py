@@ -46,8 +46,8 @@ may be any node's."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
-    """Place each nodeless root of a step's setup on the node of the next task report (see
-    the module docstring)."""
+    """Place each nodeless root of a step's setup on the node of the next task report, or
+    on every node where every node failed the setup (see the module docstring)."""
     roots = events.filter(
         (pl.col("role") == "root_candidate") & pl.col("node").is_null() & (pl.col("source") == "app")
         & ~pl.col("domain").is_in(NODELESS_DOMAINS) & pl.col("message").str.contains(STEP_SETUP)
