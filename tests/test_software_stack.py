@@ -32,6 +32,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 962|962|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[25-26]|gres/gpu=16,node=2
 963|963|train|alice|FAILED|255:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[27-28]|gres/gpu=16,node=2
 964|964|train|alice|FAILED|255:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s[29-30]|gres/gpu=16,node=2
+965|965|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|s31|gres/gpu=8,node=1
 """
 
 # https://github.com/pytorch/pytorch/blob/main/c10/cuda/CUDAFunctions.cpp (CUDA error 35)
@@ -130,6 +131,8 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-964.out").write_text(f"0: {RATE_LIMITED}\n8: {RATE_LIMITED}\n"
                                         "srun: error: s29: tasks 0-7: Exited with exit code 255\n"
                                         "srun: error: s30: tasks 8-15: Exited with exit code 255\n")
+    # 965: a one-node job whose image import filled the node's enroot data path.
+    (logs / "slurm-965.out").write_text(f"{TAR_FULL}\n{PYXIS_FAILED}\nsrun: error: s31: tasks 0-7: Exited with exit code 1\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -186,6 +189,11 @@ def test_a_full_disk_enroot_reports_outranks_pyxis_failing(verdicts):
 def test_a_nodes_image_import_failing_is_on_the_node_srun_reports_first(verdicts):
     v = verdicts["959"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_full", ["s20"])
+
+
+def test_a_one_node_jobs_image_import_filling_its_disk_names_the_node(verdicts):
+    v = verdicts["965"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_full", ["s31"])
 
 
 def test_a_steps_oom_report_is_not_placed_by_the_first_task_report(verdicts):
