@@ -35,15 +35,11 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import new_events, param, rooted_attempts, with_role
+from engine.rules.python_rules import SLOWDOWN_CAUSES, new_events, param, rooted_attempts, with_role
 from ingest.schema import processes_per_node
 
 RULE_ID = "fail_slow"
 
-SLOWDOWN_CAUSES = ("gpu.thermal_power_slowdown", "gpu.thermal", "host.cpu_thermal_throttle")
-"""The causes of the slowdown reports: a GPU's (``gpu_health.yaml``), a GPU's temperature
-above its slowdown point in DCGM's metrics (``metrics.yaml``: one event per hot spell, its
-``last_ts`` the spell's last sample), a node's CPUs' (``host.yaml``)."""
 TIME_LIMIT_CAUSE = "scheduler.time_limit"
 """The cause of slurmstepd's time-limit banner: the stop this rule explains, not a rival root."""
 MIN_REPORTS = 3

@@ -163,9 +163,10 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     # attempt has one node that reported nothing, that node; unless another fault is a root
     # of the attempt already (an OOM kill, a dead GPU), which the other rules weigh against
     # the reports.
-    reporters = pairs.group_by("attempt_id").agg(pl.col("node").n_unique().alias("_reporters"))
+    reporting = pairs.select("attempt_id", "node").unique()
+    reporters = reporting.group_by("attempt_id").agg(pl.len().alias("_reporters"))
     quiet = (
-        names.join(pairs.select("attempt_id", "node").unique(), on=["attempt_id", "node"], how="anti")
+        names.join(reporting, on=["attempt_id", "node"], how="anti")
         .filter(pl.len().over("attempt_id") == 1)
     )
     # A root on that one quiet node (Slurm's report that it stopped answering, its GPU off
@@ -182,14 +183,13 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     counted = events.filter(pl.col("cause") == PORT_ERRORS).select("attempt_id", "node").unique()
     mutual = (
         reporters.filter(pl.col("_reporters") == 2).join(shared, on="attempt_id", how="anti")
-        .join(pairs.select("attempt_id", "node").unique(), on="attempt_id")
+        .join(reporting, on="attempt_id")
         .join(counted, on=["attempt_id", "node"])
         .filter(pl.len().over("attempt_id") == 1)
         .select("attempt_id", pl.col("node").alias("_end"))
     )
-    known = pl.concat([by_address, inferred.join(by_address, on="attempt_id", how="anti")])
-    known = pl.concat([known, mutual.join(known, on="attempt_id", how="anti")])
-    ends = pl.concat([known, silent.join(known, on="attempt_id", how="anti")])
+    # Each attempt's end by the first of these ways that finds one (each finds one at most).
+    ends = pl.concat([by_address, inferred, mutual, silent]).unique("attempt_id", keep="first", maintain_order=True)
     ordered = reports.sort("attempt_id", "ts", "event_id")
     events = _scattered(events, ordered, pairs, named)
     # Every reporting node names the shared peer, nothing says which node it is, and several

@@ -29,6 +29,7 @@ from datetime import timedelta
 
 import polars as pl
 
+from engine.relabel import GPU_DOMAINS
 from engine.rules.python_rules import link_to_roots, param, with_values
 
 EVENT = "xid_154_recovery_action_changed"
@@ -42,7 +43,6 @@ ESCALATED = {
 action each asks of an operator."""
 CAUSE = "gpu.recovery_action_changed"
 CAUSES = ((CAUSE, "gpu", "root_candidate", EVENT),)
-GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
 SAME_FAULT = timedelta(minutes=1)
 """How long before the 154 another GPU root of its node is the fault it names the recovery of."""
 CONFIRMED_WITHIN = timedelta(minutes=5)

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import new_events, rooted_attempts, with_role
+from engine.rules.python_rules import SLOWDOWN_CAUSES, new_events, rooted_attempts, with_role
 from ingest.schema import processes_per_node
 
 RULE_ID = "straggler_rank"
@@ -56,7 +56,7 @@ STALL_CAUSE = "host.cpu_stall"
 HUNG_EVENT = "host.hung_task"
 """The event of the kernel's report of a task blocked for minutes (``host.yaml``)."""
 WAIT_REPORTS = (
-    (pl.col("cause").is_in([STALL_CAUSE, "host.cpu_thermal_throttle", "gpu.thermal_power_slowdown", "gpu.thermal"])
+    (pl.col("cause").is_in([STALL_CAUSE, *SLOWDOWN_CAUSES])
      & (pl.col("role") == "context"))
     | (pl.col("event") == HUNG_EVENT)
 )

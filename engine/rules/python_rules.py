@@ -73,6 +73,14 @@ def no_topology() -> pl.DataFrame:
     return pl.from_arrow(TOPOLOGY.empty_table()).with_columns(pl.lit(None, dtype=pl.String).alias("cluster"))
 
 
+SLOWDOWN_CAUSES = ("gpu.thermal_power_slowdown", "gpu.thermal", "host.cpu_thermal_throttle")
+"""The causes of the reports of a GPU or CPU slowed by heat or a power brake, ``context`` on
+their own (the rules that promote them: ``fail_slow.py``, ``straggler.py``): a GPU's
+(``gpu_health.yaml``), a GPU's temperature above its slowdown point in DCGM's metrics
+(``metrics.yaml``: one event per hot spell, its ``last_ts`` the spell's last sample), a
+node's CPUs' (``host.yaml``)."""
+
+
 @dataclass(frozen=True)
 class RuleContext:
     """What a python rule may look at besides the events.

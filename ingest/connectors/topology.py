@@ -120,7 +120,7 @@ def read_aliases(path: Path) -> pl.DataFrame:
     itself = frame.filter(pl.col("node") == pl.col("alias"))
     if itself.height:
         raise ConnectorError(f"topology: {path}: an alias names its own node at {itself['origin'].head(5).to_list()}")
-    twice = frame.filter(pl.col("alias").is_duplicated() & (pl.col("node").n_unique().over("alias") > 1))
+    twice = frame.filter(pl.col("node").n_unique().over("alias") > 1)
     if twice.height:
         raise ConnectorError(
             f"topology: {path}: the same alias is given for two nodes at {twice['origin'].head(5).to_list()}")
