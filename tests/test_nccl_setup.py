@@ -2,7 +2,8 @@
 landing and a run: a queue-pair transition or a network setting that fails on every node of
 a job is the job's configuration; the same failure on some nodes only, while the others
 printed that they got through, is those nodes'. A rendezvous every node joined, still
-waiting for more, asked for more nodes than the job was given."""
+waiting for more, asked for more nodes than the job was given. PXN refusing host buffers is
+the job's NCCL setting; NVLS failing alike on every node names none of them."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 975|975|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[12-13]|gres/gpu=16,node=2
 976|976|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|q[14-15]|gres/gpu=16,node=2
 977|977|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|q[16-17]|gres/gpu=16,node=2
+978|978|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[18-19]|gres/gpu=16,node=2
+979|979|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[20-21]|gres/gpu=16,node=2
+980|980|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[22-23]|gres/gpu=16,node=2
 """
 
 
@@ -60,6 +64,22 @@ def store_timeout(task: int, joined: int, expected: int) -> str:
             f"{joined}/{expected} clients joined.")
 
 
+def pxn_host_buffers(task: int, node: str) -> str:
+    """NCCL's proxy refusing PXN from host buffers (NVIDIA/nccl-tests#340), then the job's
+    error as PyTorch raises it."""
+    return (f"{task}: {node}:4821{task}:4837{task} [0] transport/net.cc:514 NCCL WARN PXN should not use host "
+            "buffers for data\n"
+            f"{task}: torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:3356, internal error - please report this issue to the NCCL developers, "
+            "NCCL version 2.27.3")
+
+
+def nvls_failure(task: int, node: str) -> str:
+    """NCCL's NVLS transport failing to set up multicast (NVIDIA/nccl#1788's line)."""
+    return (f"{task}: {node}:5120{task}:5130{task} [{task % 8}] transport/nvls.cc:254 NCCL WARN Cuda failure 401 "
+            "'the operation cannot be performed in the present state'")
+
+
 def output(*lines: str) -> str:
     return f"0: [2026-11-20 10:00:20,000] {ITERATION}\n" + "".join(line + "\n" for line in lines)
 
@@ -90,6 +110,11 @@ def verdicts(tmp_path_factory):
     # two never came.
     (logs / "slurm-976.out").write_text(output(store_timeout(0, 2, 4), store_timeout(8, 2, 4)))
     (logs / "slurm-977.out").write_text(output(store_timeout(0, 1, 2)))
+    (logs / "slurm-978.out").write_text(output(pxn_host_buffers(0, "q18"), pxn_host_buffers(8, "q19")))
+    # Multicast refused on both nodes at once (979), on one of two (980).
+    (logs / "slurm-979.out").write_text(output(*(nvls_failure(t, "q20" if t < 8 else "q21") for t in (0, 1, 8, 9))))
+    (logs / "slurm-980.out").write_text(output(bootstrap(0, "q22", "10.9.0.22"), nvls_failure(8, "q23"),
+                                               nvls_failure(9, "q23")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -131,3 +156,18 @@ def test_a_rendezvous_every_node_joined_still_waiting_asked_for_more_nodes(verdi
 
 def test_a_rendezvous_a_node_never_joined_is_not_the_jobs_arguments(verdicts):
     assert verdicts["977"]["cause"] != "workload.bad_arguments"
+
+
+def test_pxn_refusing_host_buffers_is_the_jobs_nccl_setting(verdicts):
+    v = verdicts["978"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.nccl_invalid_usage", [])
+
+
+def test_nvls_failing_alike_on_every_node_names_none(verdicts):
+    v = verdicts["979"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("nvlink", "nvlink.nvls_failure", [])
+
+
+def test_nvls_failing_on_one_node_names_it(verdicts):
+    v = verdicts["980"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("nvlink", "nvlink.nvls_failure", ["q23"])
