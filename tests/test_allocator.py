@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-DEFAULT = {"dirty_decay_ms": "5000", "thp": "always"}
+DEFAULT = {"dirty_decay_ms": "10000"}
 
 
 def setting_after(code: str, own: str | None = None) -> dict[str, str]:
@@ -26,14 +26,15 @@ def setting_after(code: str, own: str | None = None) -> dict[str, str]:
 
 @pytest.mark.parametrize("code", ["from ingest.lake import Lake", "import engine.cli", "import ingest"])
 def test_set_before_polars_loads(code):
-    assert setting_after(code).items() >= DEFAULT.items()
+    options = setting_after(code)
+    assert options.items() >= DEFAULT.items() and "thp" not in options
 
 
 def test_a_setting_of_your_own_wins():
     options = setting_after("from ingest.lake import Lake", own="dirty_decay_ms:0")
-    assert options["dirty_decay_ms"] == "0" and "thp" not in options
+    assert options["dirty_decay_ms"] == "0"
 
 
 def test_not_set_without_causelake():
     options = setting_after("pass")
-    assert options.get("dirty_decay_ms") != "5000" and "thp" not in options
+    assert options.get("dirty_decay_ms") != "10000"
