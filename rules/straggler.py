@@ -17,6 +17,14 @@ waited for) and the verdict stays "symptoms only". So are several silent ranks t
 on one node (every rank of a node that hung): that node is named. The event's time is when
 the collective began, the first timeout less its ``Timeout(ms)``.
 
+A stack the silent rank's node printed after the collective began (py-spy's dump,
+faulthandler's, a traceback: ``cuda_framework.yaml``) that shows a process waiting in its
+DataLoader for the next batch says what the one silent rank was doing instead: that wait
+becomes the root candidate (``workload``, never ``definitive``), whichever the rank. Such
+a stack only counts for one silent rank: its node's other ranks were in the collective,
+so the process stuck elsewhere was the silent one (a stack naming another rank does not
+count); a whole node gone silent is more likely the node's own trouble.
+
 A node the others waited for that reported its CPUs stuck (soft lockups under a minute,
 ``context`` on their own: a busy node prints them too), a task blocked for minutes, or
 its CPUs or GPUs slowed by heat or a power brake (:data:`WAIT_REPORTS`) between the start
@@ -54,6 +62,8 @@ TIMEOUT_EVENT = "network.collective_timeout"
 STALL_CAUSE = "host.cpu_stall"
 """The cause of a node's reports of a CPU stuck in the kernel (``host.yaml``)."""
 HUNG_EVENT = "host.hung_task"
+DATA_WAIT_EVENT = "workload.data_loader_wait"
+"""The event of a stack inside the DataLoader's fetch of the next batch (``cuda_framework.yaml``)."""
 """The event of the kernel's report of a task blocked for minutes (``host.yaml``)."""
 WAIT_REPORTS = (
     (pl.col("cause").is_in([STALL_CAUSE, *SLOWDOWN_CAUSES])
@@ -161,7 +171,11 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         action=pl.when(rank_zero).then(pl.lit("fix_workload")).otherwise(pl.lit("investigate")),
     )
     waited = first.select("attempt_id", "_node", began.alias("_began")).join(noticed, on="attempt_id")
-    return _stalls_as_roots(pl.concat([events, added]), waited)
+    events = _data_waits_as_roots(
+        pl.concat([events, added]),
+        first.filter(pl.col("_alone")).select("attempt_id", "_node", "_rank", began.alias("_began")),
+    )
+    return _stalls_as_roots(events, waited)
 
 
 def _in_wait(reports: pl.DataFrame, waited: pl.DataFrame, on: list[str]) -> pl.DataFrame:
@@ -185,6 +199,27 @@ def _hung_node_as_root(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFra
     if hung.is_empty():
         return events
     return with_role(events, pl.int_range(events.height, eager=True).is_in(hung["_row"].implode()), "root_candidate")
+
+
+def _data_waits_as_roots(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the DataLoader waits (:data:`DATA_WAIT_EVENT`) printed on the node of
+    each attempt's one silent rank at or after the collective began made root candidates
+    (and, for a silent rank 0, its straggler event context: the wait says more). ``alone``:
+    per attempt, the silent rank (``_rank``), its node and when the collective began. A
+    stack naming another rank is not the silent one's."""
+    waits = (
+        events.with_row_index("_row")
+        .filter((pl.col("event") == DATA_WAIT_EVENT) & pl.col("node").is_not_null())
+        .select("_row", "attempt_id", "node", "rank", "ts")
+        .join(alone.rename({"_node": "node"}), on=["attempt_id", "node"])
+        .filter((pl.col("ts") >= pl.col("_began")) & (pl.col("rank").is_null() | (pl.col("rank") == pl.col("_rank"))))
+    )
+    if waits.is_empty():
+        return events
+    rows = pl.int_range(events.height, eager=True)
+    explained = (pl.col("rule_id") == RULE_ID) & pl.col("attempt_id").is_in(waits["attempt_id"].implode())
+    return with_role(with_role(events, rows.is_in(waits["_row"].implode()), "root_candidate"),
+                     explained & (pl.col("role") == "root_candidate"), "context")
 
 
 def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame:

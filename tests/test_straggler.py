@@ -38,6 +38,11 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 619|619|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[45-46]|gres/gpu=4,node=2
 620|620|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[47-48]|gres/gpu=4,node=2
 621|621|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[49-50]|gres/gpu=4,node=2
+622|622|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[51-52]|gres/gpu=4,node=2
+623|623|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[53-54]|gres/gpu=4,node=2
+624|624|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[55-56]|gres/gpu=4,node=2
+625|625|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[57-58]|gres/gpu=4,node=2
+626|626|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[59-60]|gres/gpu=4,node=2
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -51,6 +56,23 @@ SOFT_LOCKUP = "kernel: watchdog: BUG: soft lockup - CPU#18 stuck for 27s! [pytho
 # training process blocked in the kernel.
 HUNG = "kernel: INFO: task python3:47696 blocked for more than 122 seconds."
 # The watchdog line of older PyTorch, without a stamp (https://github.com/aioz-ai/GCD/issues/6).
+# py-spy's dump of a process waiting for its DataLoader's next batch, as the BigScience
+# 176B chronicles show it (bigscience-workshop/bigscience, tr11-176B-ml/chronicles.md).
+PY_SPY_DUMP = (
+    "Process 688514: /usr/bin/python3 -u pretrain_gpt.py", "Python v3.8.12 (/usr/bin/python3.8)", "",
+    'Thread 688514 (idle): "MainThread"', "    wait (threading.py:306)", "    get (queue.py:179)",
+    "    _try_get_data (torch/utils/data/dataloader.py:1011)", "    _get_data (torch/utils/data/dataloader.py:1163)",
+    "    _next_data (torch/utils/data/dataloader.py:1207)", "    __next__ (torch/utils/data/dataloader.py:530)",
+    "    train (megatron/training.py:904)",
+)
+# The same wait in a traceback's frames (pytorch/pytorch#131631).
+TRACEBACK = (
+    "Traceback (most recent call last):",
+    '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 631, in __next__',
+    "    data = self._next_data()",
+    '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1329, in _next_data',
+    "    idx, data = self._get_data()",
+)
 OLD_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: "
                "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600099 milliseconds before timing out.")
 
@@ -141,7 +163,27 @@ def verdicts(tmp_path_factory):
         ("10:31:33", "mmfs[3374]: [N] This node will be expelled from cluster gpfscluster.gpfs due to expel msg "
                      "from 10.192.1.1"),
         ("10:31:35", "mmfs[4919]: [E] Lost membership in cluster gpfscluster.gpfs. Unmounting file systems.")))
-    for node in ("n43", "n45", "n47", "n49"):
+    # 622: rank 3 (n52's second task) never joined; once the others had timed out, a py-spy
+    # dump of n52 showed a process waiting for its DataLoader. 623: rank 1 never joined,
+    # and the dump came from n55, whose ranks all timed out. 624: the dump of n58, silent
+    # rank 3's node, was taken before the collective began. 625: 622 with the traceback of
+    # rank 2 (whose own timeout is in the file) and of rank 0, the silent one.
+    # 626: a silent rank 0 whose dump shows the same wait.
+    def dump(task: int, lines: tuple[str, ...]) -> str:
+        return "".join(f"{task}: {line}\n" for line in lines)
+
+    (logs / "slurm-622.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1, 2))
+                                        + dump(3, PY_SPY_DUMP))
+    (logs / "slurm-623.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 2, 3))
+                                        + dump(0, PY_SPY_DUMP))
+    (logs / "slurm-624.out").write_text("3: [2026-11-20 10:20:00,000] step 1\n" + dump(3, PY_SPY_DUMP)
+                                        + "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1, 2)))
+    (logs / "slurm-625.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3))
+                                        + dump(2, ("[rank2]:" + line for line in TRACEBACK))
+                                        + dump(0, ("[rank0]:" + line for line in TRACEBACK)))
+    (logs / "slurm-626.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3))
+                                        + dump(0, PY_SPY_DUMP))
+    for node in ("n43", "n45", "n47", "n49", *(f"n{i}" for i in range(51, 61))):
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
@@ -268,6 +310,30 @@ def test_a_node_gpfs_expelled_while_the_others_waited_is_the_root(verdicts):
     v = verdicts["621"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.filesystem_unavailable", ["n50"])
     assert role_of(v, "storage.gpfs_link_error") == "context"
+
+
+def test_the_silent_ranks_stack_waiting_for_its_data_loader_is_the_root(verdicts):
+    """The one rank the others waited for was waiting for its DataLoader's next batch: the
+    job's data pipeline hung, no node to take out."""
+    for job, node, rank in (("622", "n52", 3), ("625", "n57", 0), ("626", "n59", 0)):
+        v = verdicts[job]
+        assert (v["domain"], v["cause"], v["quality"]) == ("workload", "workload.data_loader_stall", "probable"), job
+        assert (v["culprit_nodes"], v["culprit_ranks"]) == ([], [rank]), job
+        roots = [e for e in v["evidence"] if e["role"] == "root_candidate"]
+        assert [(e["rule_id"], e["node"]) for e in roots] == [("framework.stack_in_data_loader", node)], job
+        assert role_of(v, "straggler_rank") == "context", job
+
+
+def test_a_data_loader_stack_not_of_the_silent_rank_explains_nothing(verdicts):
+    """A dump of a node whose ranks all timed out, one taken before the collective began,
+    and a traceback naming a rank that did time out say nothing of why the silent rank
+    never came."""
+    for job in ("623", "624"):
+        v = verdicts[job]
+        assert (v["cause"], v["quality"]) == ("unknown.symptoms_only", "insufficient"), job
+        assert role_of(v, "framework.stack_in_data_loader") == "context", job
+    waits = [(e["rank"], e["role"]) for e in verdicts["625"]["evidence"] if e["rule_id"] == "framework.stack_in_data_loader"]
+    assert sorted(waits) == [(0, "root_candidate"), (2, "context")]
 
 
 def test_the_monitored_barrier_names_the_rank_that_never_came(verdicts):
