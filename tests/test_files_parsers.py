@@ -777,6 +777,23 @@ def test_a_ray_workers_address_names_its_node_where_the_file_says_whose_it_is(tm
     assert node("[Rank 18]") is None  # two nodes claim 172.16.4.26
 
 
+def test_ray_starts_plain_report_of_its_address_names_its_node_too(tmp_path):
+    """``ray start`` also prints its address bare, on a line of its own, as its CLI's plain
+    output has it (``Local node IP: 10.94.16.4``, then ``Ray runtime started.``)."""
+    lines = [
+        "Starting HEAD at gn041", "Local node IP: 10.20.0.41", "", "--------------------", "Ray runtime started.",
+        "Starting WORKER 1 at gn042", "Local node IP: 10.20.0.42",
+        "(RayTrainWorker pid=70105, ip=10.20.0.42) RuntimeError: CUDA error: uncorrectable ECC error encountered",
+        "(RayTrainWorker pid=70001, ip=10.20.0.41) RuntimeError: CUDA error: uncorrectable ECC error encountered",
+        # Not a report of ray start's: a sentence that quotes it.
+        "Copy the Local node IP: 10.20.0.43 for the next command",
+        "(RayTrainWorker pid=70201, ip=10.20.0.43) RuntimeError: CUDA error: uncorrectable ECC error encountered",
+    ]
+    obs = read_log_file(write(tmp_path / "slurm-830406.out", lines), year=2026, source="app").observations
+    errors = obs.filter(pl.col("message").str.contains("uncorrectable", literal=True))
+    assert errors["node"].to_list() == ["gn042", "gn041", None]
+
+
 def test_a_script_that_starts_the_next_ray_node_before_the_last_reports_names_none(tmp_path):
     """``ray start`` runs in the background: when the next echo comes before the last
     node's report, the echo names the wrong node, and its addresses are not trusted."""

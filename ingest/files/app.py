@@ -95,9 +95,10 @@ group 1 the address."""
 RAY_START_AT = r"^Starting (?:HEAD|WORKER [0-9]+) at ([A-Za-z0-9][A-Za-z0-9._-]*)\s*$"
 """The batch script's echo before each ``ray start`` in Ray's documented Slurm template
 (``Starting HEAD at $head_node``, ``Starting WORKER $i at $node_i``): group 1 the node."""
-RAY_LOCAL_IP = r"-- Local node IP: ([0-9.]+)\s*$"
-"""``ray start``'s report of the address it runs on (``… INFO scripts.py:1047 -- Local node IP:
-172.16.4.22``): group 1 the address, of the node the last :data:`RAY_START_AT` named."""
+RAY_LOCAL_IP = r"(?:^\s*|-- )Local node IP: ([0-9.]+)\s*$"
+"""``ray start``'s report of the address it runs on, logged (``… INFO scripts.py:1047 -- Local
+node IP: 172.16.4.22``) or printed bare on a line of its own (``Local node IP: 10.94.16.4``, its
+CLI's plain output): group 1 the address, of the node the last :data:`RAY_START_AT` named."""
 NCCL_HOST = r"(?P<nhost>[A-Za-z0-9][A-Za-z0-9._-]*):[0-9]+:[0-9]+ \[[0-9]+\] "
 SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[[0-9]+\])?: "
 CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\b"
