@@ -272,6 +272,11 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     ``NET/IB`` retry errors: the flap did break the job's traffic, though the watchdog
     noticed only later).
 
+    So is such an outage when another root candidate of the attempt may have been printed
+    more than :data:`FELT_WITHIN` after it ended (its ``ts_hi``: a CUDA out-of-memory error
+    in a job output without a single stamp may lie anywhere up to the attempt's end): that
+    root explains the failure, and nothing the job printed ties the failure to the flap.
+
     "Started failing" is the first cascade of the attempt (:func:`failing_since`: printed
     once it had started), or its end when it has none; the outage's node's own log lines
     while it lasted (the Lustre client's RPC timeouts before its target came back) are the
@@ -310,6 +315,13 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
         .filter(~pl.col("_row").is_in(echoes.implode())),
         skew=skew,
     )
+    # Another root candidate that may have been printed well after the link came back (an
+    # unstamped CUDA error in an output with no stamp at all lies anywhere up to the
+    # attempt's end) explains the failure as well, and nothing ties the failure to the flap.
+    rivals = (
+        events.filter((pl.col("role") == "root_candidate") & ~is_down)
+        .group_by("attempt_id").agg(pl.col("ts_hi").max().alias("_rival"))
+    )
     # A confirmed outage keeps every outage of its node in the attempt: the kernel reports
     # one flap at the netdev and at the HCA port, and the errors link to one of them. An
     # error printed only after the link had been back for FELT_WITHIN cannot be the flap's
@@ -328,7 +340,10 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
         .join(ups, on=["attempt_id", "node", "_outage"], how="inner", nulls_equal=True)
         .filter(pl.col("port").is_null() | pl.col("port").eq_missing(pl.col("_up_port")))
         .join(failing, on="attempt_id")
-        .filter((pl.col("_up") >= pl.col("ts")) & (pl.col("_up") + FELT_WITHIN < pl.col("_failing")))
+        .join(rivals, on="attempt_id", how="left")
+        .filter((pl.col("_up") >= pl.col("ts")) & (
+            (pl.col("_up") + FELT_WITHIN < pl.col("_failing"))
+            | (pl.col("_up") + FELT_WITHIN < pl.col("_rival")).fill_null(False)))
         .join(confirmed, on=["attempt_id", "node"], how="left", nulls_equal=True)
         .filter(~felt)
         ["_row"]

@@ -32,7 +32,15 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 836|836|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[14-15]|gres/gpu=16,node=2
 837|837|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k16|gres/gpu=8,node=1
 838|838|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:08:00|k[17-18]|gres/gpu=16,node=2
+839|839|hvd|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T13:06:49|k[19-20]|gres/gpu=16,node=2
+840|840|hvd|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T13:06:49|k[21-22]|gres/gpu=16,node=2
 """
+# Horovod's word on the other ranks once one failed, behind Open MPI's --tag-output prefix
+# (horovod/horovod#3412).
+HOROVOD_SHUT_DOWN = ("[1,{r}]<stderr>:Horovod has been shut down. This was caused by an exception on one of the ranks "
+                     "or an attempt to allreduce, allgather or broadcast a tensor after one of the ranks finished "
+                     "execution. If the shutdown was caused by an exception, you should see the exception in the log "
+                     "before the first shutdown message.")
 # The NFS client's reports of a server that stopped answering and came back (the kernel's
 # "not responding, still trying" and "OK", as leptonai/gpud's NFS matcher and
 # kangear/tiny210v2-uboot#5 show them).
@@ -116,6 +124,16 @@ def verdicts(tmp_path_factory):
     (logs / "k18.log").write_text(syslog("k18", ("10:04:00", "kernel: ok")))
     (logs / "slurm-838.out").write_text(f"0: [2026-11-20 10:04:50,000] {ITERATION}\n"
                                         + retry_exceeded(11, "k18", "10.22.0.17") + "\n")
+    # 839: k20's port flapped at 11:02 and was back 3 s later; the job, whose output (mpirun
+    # --tag-output, Horovod's example) holds no stamp at all, died when rank 10 ran out of
+    # GPU memory, two hours later by its end. 840: the same flap, and the output says only
+    # that Horovod shut down: nothing else explains the failure.
+    for job, first, second in (("839", "k19", "k20"), ("840", "k21", "k22")):
+        (logs / f"{first}.log").write_text(syslog(first, ("10:30:00", "kernel: ok")))
+        (logs / f"{second}.log").write_text(syslog(second, ("11:02:10", LINK_DOWN), ("11:02:13", LINK_UP)))
+        oom = f"[1,10]<stderr>:{CUDA_OOM}\n" if job == "839" else ""
+        (logs / f"slurm-{job}.out").write_text("[1,0]<stdout>:Train Epoch: 1 [1280/1281167 (0%)]\tLoss: 3.350256\n" + oom
+                                               + "".join(HOROVOD_SHUT_DOWN.format(r=r) + "\n" for r in range(16) if r != 10))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -165,3 +183,14 @@ def test_a_port_down_for_good_that_the_job_outlived_is_no_root_of_a_later_error(
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
     assert role_of(v, "fabric.mlx5_link_state") == "context"
     assert (verdicts["838"]["domain"], verdicts["838"]["culprit_nodes"]) == ("network", ["k17"])
+
+
+def test_a_flap_is_no_root_beside_an_error_that_may_have_come_long_after_it(verdicts):
+    """With no stamp in the job's output, its CUDA out-of-memory error lies anywhere up to
+    the end, two hours after the port came back: that error is the root. With no such error,
+    the flap is all there is."""
+    v = verdicts["839"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
+    assert role_of(v, "fabric.mlx5_link_state") == "context"
+    v = verdicts["840"]
+    assert (v["domain"], v["culprit_nodes"]) == ("network", ["k22"])
