@@ -263,6 +263,12 @@ traffic exhausts NCCL's IB retries within seconds, and the ranks abort before an
 a NET/IB error (a launcher that shows only local rank 0)."""
 
 
+OUTAGE_LEAD = timedelta(minutes=2)
+"""How long before an outage was declared its node's own reports of it may come: a Lustre
+client logs its requests to a target timing out (``ptlrpc_expire_one_request``) and then
+declares the connection lost."""
+
+
 def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
     """A port that went down and came back up, a Lustre connection lost and restored, or an
     NFS server that stopped answering and came back (``nfs: server … OK``), more than
@@ -280,7 +286,9 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     "Started failing" is the first cascade of the attempt (:func:`failing_since`: printed
     once it had started), or its end when it has none; the outage's node's own log lines
     while it lasted (the Lustre client's RPC timeouts before its target came back) are the
-    outage, not the attempt failing, and do not count. A
+    outage, not the attempt failing, and do not count, nor do those of the
+    :data:`OUTAGE_LEAD` before it was declared (the RPC timeouts that made the client
+    declare it). A
     cascade that reports a timeout (``timeout_ms`` in its params: the NCCL watchdog's
     ``Timeout(ms)``) started failing that long before it was printed: a collective that hung
     while the port flapped is noticed only when the timeout runs out. The recovery must be
@@ -300,14 +308,15 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
         "attempt_id", "node", _outage_of().alias("_up_port"), _outage(down=False), pl.col("ts").alias("_up")
     )
     # The node's own reports while its outage lasted (a Lustre client's RPC timeouts while
-    # its target was gone) are the outage, not the attempt failing.
+    # its target was gone), and in the OUTAGE_LEAD before it was declared (the timeouts that
+    # made the client declare the connection lost), are the outage, not the attempt failing.
     spans = downs.select("attempt_id", "node", "_outage", pl.col("ts").alias("_down")).join(
         ups.select("attempt_id", "node", "_outage", "_up"), on=["attempt_id", "node", "_outage"], nulls_equal=True)
     echoes = (
         events.filter((pl.col("role") == "cascade") & pl.col("source").is_in(NODE_LOG_SOURCES))
         .select("_row", "attempt_id", "node", "ts")
         .join(spans, on=["attempt_id", "node"])
-        .filter(pl.col("ts").is_between(pl.col("_down"), pl.col("_up")))["_row"]
+        .filter(pl.col("ts").is_between(pl.col("_down") - OUTAGE_LEAD, pl.col("_up")))["_row"]
     )
     # Only attempts with an outage need to know when they started failing.
     failing = failing_since(

@@ -34,6 +34,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 838|838|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:08:00|k[17-18]|gres/gpu=16,node=2
 839|839|hvd|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T13:06:49|k[19-20]|gres/gpu=16,node=2
 840|840|hvd|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T13:06:49|k[21-22]|gres/gpu=16,node=2
+841|841|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[23-24]|gres/gpu=16,node=2
 """
 # Horovod's word on the other ranks once one failed, behind Open MPI's --tag-output prefix
 # (horovod/horovod#3412).
@@ -124,6 +125,14 @@ def verdicts(tmp_path_factory):
     (logs / "k18.log").write_text(syslog("k18", ("10:04:00", "kernel: ok")))
     (logs / "slurm-838.out").write_text(f"0: [2026-11-20 10:04:50,000] {ITERATION}\n"
                                         + retry_exceeded(11, "k18", "10.22.0.17") + "\n")
+    # 841: k23's Lustre client logged its request to the target timing out half a minute
+    # before it declared the connection lost (as Lustre does), and had it back 40 s later;
+    # at 10:30 every rank but 0 entered a collective rank 0 never joined (its own work).
+    (logs / "k23.log").write_text(syslog("k23", ("10:04:32", LUSTRE_RPC_TIMEOUT), ("10:05:00", LUSTRE_LOST),
+                                         ("10:05:40", LUSTRE_RESTORED), ("10:30:00", "kernel: ok")))
+    (logs / "k24.log").write_text(syslog("k24", ("10:30:00", "kernel: ok")))
+    (logs / "slurm-841.out").write_text(f"0: [2026-11-20 10:29:00,000] {ITERATION}\n"
+                                        + "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in range(1, 16)))
     # 839: k20's port flapped at 11:02 and was back 3 s later; the job, whose output (mpirun
     # --tag-output, Horovod's example) holds no stamp at all, died when rank 10 ran out of
     # GPU memory, two hours later by its end. 840: the same flap, and the output says only
@@ -155,10 +164,14 @@ def test_cascades_of_a_demoted_flap_corroborate_the_root_that_stands(verdicts):
 
 
 def test_a_lustre_outage_its_client_recovered_from_is_no_root_of_a_later_error(verdicts):
-    """The client's RPC timeouts while its target was gone are the outage's own lines: they
-    do not say the job started failing then."""
+    """The client's RPC timeouts while its target was gone, and those that made it declare
+    the target lost, are the outage's own lines: they do not say the job started failing
+    then."""
     v = verdicts["833"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
+    assert role_of(v, "storage.lustre_connection_lost") == "context"
+    v = verdicts["841"]
+    assert (v["domain"], v["cause"], v["culprit_ranks"]) == ("workload", "workload.straggler_rank", [0])
     assert role_of(v, "storage.lustre_connection_lost") == "context"
 
 
