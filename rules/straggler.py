@@ -17,7 +17,7 @@ waited for) and the verdict stays "symptoms only". So are several silent ranks t
 on one node (every rank of a node that hung): that node is named. The event's time is when
 the collective began, the first timeout less its ``Timeout(ms)``.
 
-A stack the silent rank's node printed after the collective began (py-spy's dump,
+A stack the silent rank's node may have printed after the collective began (py-spy's dump,
 faulthandler's, a traceback: ``cuda_framework.yaml``) that shows a process waiting in its
 DataLoader for the next batch says what the one silent rank was doing instead: that wait
 becomes the root candidate (``workload``, never ``definitive``), whichever the rank. Such
@@ -203,16 +203,18 @@ def _hung_node_as_root(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFra
 
 def _data_waits_as_roots(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFrame:
     """``events`` with the DataLoader waits (:data:`DATA_WAIT_EVENT`) printed on the node of
-    each attempt's one silent rank at or after the collective began made root candidates
+    each attempt's one silent rank at or after the collective began (by the latest moment
+    they can have been printed, ``ts_hi``: py-spy stamps none of its lines, and a dump
+    inherits the last progress line's stamp from before the hang) made root candidates
     (and, for a silent rank 0, its straggler event context: the wait says more). ``alone``:
     per attempt, the silent rank (``_rank``), its node and when the collective began. A
     stack naming another rank is not the silent one's."""
     waits = (
         events.with_row_index("_row")
         .filter((pl.col("event") == DATA_WAIT_EVENT) & pl.col("node").is_not_null())
-        .select("_row", "attempt_id", "node", "rank", "ts")
+        .select("_row", "attempt_id", "node", "rank", "ts_hi")
         .join(alone.rename({"_node": "node"}), on=["attempt_id", "node"])
-        .filter((pl.col("ts") >= pl.col("_began")) & (pl.col("rank").is_null() | (pl.col("rank") == pl.col("_rank"))))
+        .filter((pl.col("ts_hi") >= pl.col("_began")) & (pl.col("rank").is_null() | (pl.col("rank") == pl.col("_rank"))))
     )
     if waits.is_empty():
         return events

@@ -164,19 +164,24 @@ def verdicts(tmp_path_factory):
                      "from 10.192.1.1"),
         ("10:31:35", "mmfs[4919]: [E] Lost membership in cluster gpfscluster.gpfs. Unmounting file systems.")))
     # 622: rank 3 (n52's second task) never joined; once the others had timed out, a py-spy
-    # dump of n52 showed a process waiting for its DataLoader. 623: rank 1 never joined,
-    # and the dump came from n55, whose ranks all timed out. 624: the dump of n58, silent
-    # rank 3's node, was taken before the collective began. 625: 622 with the traceback of
+    # dump of n52 showed a process waiting for its DataLoader (py-spy stamps nothing: the
+    # dump inherits the last progress line's stamp, from before the collective began). 623: rank 1 never joined,
+    # and the dump came from n53, whose ranks all timed out. 624: the dump of n56, silent
+    # rank 3's node, was taken before the collective began (a stamped NCCL warning follows it: NCCL
+    # 2.23's NCCL_DEBUG_TIMESTAMP_FORMAT prefix, net_ib.cc's "Got async event" with
+    # libibverbs' name of IBV_EVENT_GID_CHANGE). 625: 622 with the traceback of
     # rank 2 (whose own timeout is in the file) and of rank 0, the silent one.
     # 626: a silent rank 0 whose dump shows the same wait.
     def dump(task: int, lines: tuple[str, ...]) -> str:
         return "".join(f"{task}: {line}\n" for line in lines)
 
-    (logs / "slurm-622.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1, 2))
-                                        + dump(3, PY_SPY_DUMP))
+    (logs / "slurm-622.out").write_text("3: [2026-11-20 10:29:57,000] step 9\n" + dump(3, PY_SPY_DUMP)
+                                        + "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1, 2)))
     (logs / "slurm-623.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 2, 3))
                                         + dump(0, PY_SPY_DUMP))
     (logs / "slurm-624.out").write_text("3: [2026-11-20 10:20:00,000] step 1\n" + dump(3, PY_SPY_DUMP)
+                                        + "3: [2026-11-20 10:25:00] n56:7102:7102 [1] transport/net_ib.cc:1412 NCCL WARN "
+                                          "NET/IB : Got async event : GID table change\n"
                                         + "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1, 2)))
     (logs / "slurm-625.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3))
                                         + dump(2, ("[rank2]:" + line for line in TRACEBACK))
