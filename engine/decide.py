@@ -39,6 +39,7 @@ import pyarrow as pa
 from engine.config import NODE_LOG_SOURCES, EngineConfig
 from engine.rules.loader import RulePack
 from engine.rules.python_rules import origin_position
+from ingest.files.common import TS_DTYPE
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
 
 INFRASTRUCTURE = ("gpu", "gpu_memory", "nvlink", "network", "host", "storage")
@@ -79,23 +80,59 @@ def reports_timeout() -> pl.Expr:
     return pl.col("params").str.contains('"timeout_ms"', literal=True).fill_null(False)
 
 
-def hung_before_the_limit(events: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
+STALL_REPORTS = 5
+"""How many progress reports (distinct seconds) an attempt must have printed for their
+stopping to say anything (:func:`stalled`)."""
+STALL_INTERVALS = 5
+"""How many of its usual intervals between progress reports an attempt must have gone
+without one before it ended to count as stalled (and at least :data:`HUNG_BEFORE_LIMIT`)."""
+PROGRESS_COLUMNS = {"last_progress": TS_DTYPE, "progress_interval": pl.Duration("us"), "progress_reports": pl.UInt32}
+"""The columns of an attempt's progress reports its coverage may carry
+(:func:`engine.run.coverage_from_counts`)."""
+
+
+def stalled() -> pl.Expr:
+    """Whether an attempt (with ``end_ts`` and :data:`PROGRESS_COLUMNS`) stopped reporting
+    progress long before it ended: it printed at least :data:`STALL_REPORTS` progress
+    reports, and the last came more than :data:`STALL_INTERVALS` of their usual interval,
+    and more than :data:`HUNG_BEFORE_LIMIT`, before the end. Such a job sat hung (or in a
+    long silent phase: an evaluation, a checkpoint) when the scheduler ended it."""
+    quiet = pl.col("end_ts") - pl.col("last_progress")
+    return (
+        (pl.col("progress_reports").fill_null(0) >= STALL_REPORTS)
+        & (quiet > HUNG_BEFORE_LIMIT) & (quiet > pl.col("progress_interval") * STALL_INTERVALS)
+    ).fill_null(False)
+
+
+def with_progress(coverage: pl.DataFrame) -> pl.DataFrame:
+    """``coverage`` with :data:`PROGRESS_COLUMNS` (null where it has none of them: no
+    progress known)."""
+    return coverage.with_columns(
+        pl.lit(None, dtype).alias(name) for name, dtype in PROGRESS_COLUMNS.items() if name not in coverage.columns)
+
+
+def hung_before_the_limit(events: pl.DataFrame, attempts: pl.DataFrame, coverage: pl.DataFrame) -> pl.DataFrame:
     """``attempt_id`` of each attempt the scheduler ended at its time limit (TIMEOUT) whose
     ranks' watchdogs had reported a hung collective more than :data:`HUNG_BEFORE_LIMIT`
-    before (the latest moment the first report can have been printed, its ``ts_hi``).
+    before (the latest moment the first report can have been printed, its ``ts_hi``), or
+    reported one at all in an attempt that had :func:`stalled` (watchdog lines without a
+    stamp of their own are known only up to the limit's banner; the progress reports that
+    stopped hours before say when the job hung). ``coverage``: per attempt, with
+    :data:`PROGRESS_COLUMNS`.
 
     Ranks that keep waiting once their watchdog fired (``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``)
     sit hung until the limit ends them: more time would not have helped, so the state is no
     fallback root for them. Without a log root the verdict is ``unknown.symptoms_only``,
     its evidence the timeouts and the rank they waited for (``straggler.py``)."""
-    timed_out = attempts.filter(pl.col("state") == "timeout").select("attempt_id", "end_ts")
+    timed_out = attempts.filter(pl.col("state") == "timeout").select("attempt_id", "end_ts").join(
+        coverage.select("attempt_id", *PROGRESS_COLUMNS), on="attempt_id", how="left")
     if timed_out.is_empty():
         return timed_out.select("attempt_id")
     reports = events.filter((pl.col("role") == "cascade") & reports_timeout()).select("attempt_id", "ts_hi")
     return (
-        reports.join(timed_out, on="attempt_id")
-        .group_by("attempt_id").agg(pl.col("ts_hi").min(), pl.col("end_ts").first())
-        .filter(pl.col("ts_hi") < pl.col("end_ts") - HUNG_BEFORE_LIMIT)
+        reports.join(timed_out.with_columns(stalled().alias("_stalled")), on="attempt_id")
+        .group_by("attempt_id").agg(pl.col("ts_hi").min(), pl.col("end_ts").first(), pl.col("_stalled").first())
+        .filter((pl.col("ts_hi") < pl.col("end_ts") - HUNG_BEFORE_LIMIT) | pl.col("_stalled"))
         .select("attempt_id")
     )
 
@@ -428,16 +465,19 @@ def decide(
 
     ``attempts``: the scoped attempts (+ ``cluster``). ``events``: correlated, re-labelled
     events. ``coverage``: ``attempt_id``, ``coverage`` (list of structs) and
-    ``coverage_complete`` (bool). ``pack``: its state rules give the fallback roots, its
+    ``coverage_complete`` (bool), and the attempt's progress reports where known
+    (:data:`PROGRESS_COLUMNS`: a cancellation or a time limit that ended a job which had
+    :func:`stalled` is never ``definitive``: it only stopped a job no longer working). ``pack``: its state rules give the fallback roots, its
     outcomes' ``names_node`` which roots name no culprit node. ``idle``: the extracted
     events the attempts were correlated from, whose lines no attempt holds are read for
     other clients of a shared service (:func:`select_root_cause`).
     """
     # One integer key per (attempt, event) row: the evidence finds its roots by it.
     events = events.with_row_index("_row")
+    coverage = with_progress(coverage)
     roots = select_root_cause(events, config, pack.node_naming(), idle)
     fallback = state_fallback(attempts, pack.state).join(
-        hung_before_the_limit(events, attempts).with_columns(pl.lit(TIME_LIMIT).alias("state_cause")),
+        hung_before_the_limit(events, attempts, coverage).with_columns(pl.lit(TIME_LIMIT).alias("state_cause")),
         on=["attempt_id", "state_cause"], how="anti",
     )
     # A symptom linked to any of the reports the root stands for corroborates it: the driver
@@ -527,7 +567,8 @@ def decide(
     quality = (
         pl.when(~pl.col("failed")).then(pl.lit("definitive"))
         .when(log_root & pl.col("ambiguous")).then(pl.lit("ambiguous"))
-        .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late") & ~pl.col("late_rival").fill_null(False))
+        .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late") & ~pl.col("late_rival").fill_null(False)
+              & ~(stalled() & pl.col("cause").is_in([REASONLESS_CANCEL, TIME_LIMIT])))
         .then(pl.lit("definitive"))
         .when(log_root).then(pl.lit("probable"))
         .when(by_state & pl.col("complete")).then(pl.lit("probable"))

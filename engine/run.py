@@ -184,29 +184,54 @@ def extract_day(
     return pl.concat([events.select(columns), from_metrics.select(columns)]), n_obs
 
 
+PROGRESS = r"(?i)(?-u:\b)(?:iteration|iter|step|epoch)(?-u:\b)[\s:='\x22#]{0,12}\d"
+"""A training loop's report of its progress, with the ``loss`` word beside it (Megatron-LM's
+``iteration 163/ 500000 | … lm loss: …``, detectron2's ``iter: 499 total_loss: …``, the
+Hugging Face Trainer's ``{'loss': 0.48, …, 'epoch': 0.5}``, a script's ``step 128/60000
+loss=2.59``): the moments the job was seen making progress."""
+
+
+def _progress() -> pl.Expr:
+    """Whether a line is a progress report (:data:`PROGRESS`) stamped by its writer."""
+    message = pl.col("message")
+    return (
+        (pl.col("ts_source") == "line")
+        & pl.when(message.str.contains("(?i)loss")).then(message.str.contains(PROGRESS)).otherwise(False)
+    ).fill_null(False)
+
+
 def _counts(observations: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
     """The rows coverage is computed from, in one pass over ``observations``: node-level
     rows per ``(cluster, node, source, hour)`` (``attempt_id`` null) and rows tied to an
-    attempt per ``(cluster, attempt_id, source, node)`` (``hour`` null), each per ``day``."""
+    attempt per ``(cluster, attempt_id, source, node)`` (``hour`` null), each per ``day``.
+    An attempt's rows also say when its progress reports (:func:`_progress`) began and
+    ended, and in how many distinct seconds they came (``progress_first``,
+    ``progress_last``, ``progress_seconds``; null and 0 without any)."""
     lf = observations.lazy()
     per_hour = (
         lf.filter(pl.col("attempt_id").is_null())
         .group_by("cluster", "node", "source", pl.col("ts").dt.truncate("1h").alias("hour"))
         .len("rows")
-        .with_columns(pl.lit(None, pl.String).alias("attempt_id"), pl.col("hour").dt.date().alias("day"))
+        .with_columns(pl.lit(None, pl.String).alias("attempt_id"), pl.col("hour").dt.date().alias("day"),
+                      *(pl.lit(None, TS_DTYPE).alias(name) for name in ("progress_first", "progress_last")),
+                      pl.lit(0, pl.UInt32).alias("progress_seconds"))
     )
+    progress = pl.col("ts").filter("_progress")
     per_attempt = (
         lf.filter(pl.col("attempt_id").is_not_null())
+        .with_columns(_progress().alias("_progress"))
         .group_by("cluster", "attempt_id", "source", "node", pl.col("ts").dt.date().alias("day"))
-        .len("rows")
+        .agg(pl.len().alias("rows"), progress.min().alias("progress_first"), progress.max().alias("progress_last"),
+             progress.dt.truncate("1s").n_unique().cast(pl.UInt32).alias("progress_seconds"))
         .with_columns(pl.lit(None, TS_DTYPE).alias("hour"))
     )
-    columns = ["cluster", "node", "source", "hour", "attempt_id", "rows", "day"]
+    columns = ["cluster", "node", "source", "hour", "attempt_id", "rows", "progress_first", "progress_last",
+               "progress_seconds", "day"]
     # Sorted: the same lines give the same file (a hash grouping's order is not fixed).
     return pl.concat([per_hour.select(columns), per_attempt.select(columns)]).sort(columns, nulls_last=True).collect()
 
 
-COUNTS = Derivation("coverage-1", "observations", _counts)
+COUNTS = Derivation("coverage-2", "observations", _counts)
 """Coverage counts at landing: each observations file's :func:`_counts`, so that a run
 never reads the lines (bump the name's number when ``_counts`` changes)."""
 
@@ -228,12 +253,13 @@ def landing_lake(root: str | Path, pack: RulePack | None = None) -> Lake:
 def coverage_counts(lake: Lake, files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The two kinds of counts coverage is computed from, for the observations ``files``:
     ``(cluster, node, source, hour, rows)`` and ``(cluster, attempt_id, source, node,
-    rows)``, read from the files' landed counts where those exist. A key may repeat (one
+    rows, progress_first, progress_last, progress_seconds)``, read from the files' landed counts where those exist. A key may repeat (one
     row per file that holds it): :func:`coverage_from_counts` sums them, so regrouping
     here would only cost a pass over every node-hour of the day."""
     counts = lake.read_derived(COUNTS, files)
     per_hour = counts.filter(pl.col("attempt_id").is_null()).select("cluster", "node", "source", "hour", "rows")
-    per_attempt = counts.filter(pl.col("attempt_id").is_not_null()).select("cluster", "attempt_id", "source", "node", "rows")
+    per_attempt = counts.filter(pl.col("attempt_id").is_not_null()).select(
+        "cluster", "attempt_id", "source", "node", "rows", "progress_first", "progress_last", "progress_seconds")
     return per_hour, per_attempt
 
 
@@ -357,6 +383,27 @@ def coverage_from_counts(
             ),
             on="attempt_id", how="left",
         )
+        .join(_progress_of(per_attempt), on="attempt_id", how="left")
+    )
+
+
+def _progress_of(per_attempt: pl.DataFrame) -> pl.DataFrame:
+    """Per attempt with progress reports (:func:`_counts`): when the last came
+    (``last_progress``), and the cadence (``progress_interval``) and number
+    (``progress_reports``, distinct seconds) of those of the node that printed the most:
+    whether the job stopped making progress long before it ended is the decide stage's
+    question (:func:`engine.decide.stalled`). Ranks of one node report one step in one
+    second, and a node's reports may lie in several days' counts."""
+    first, last, seconds = pl.col("progress_first"), pl.col("progress_last"), pl.col("progress_seconds")
+    per_node = (
+        per_attempt.filter(seconds > 0)
+        .group_by("attempt_id", "node").agg(first.min(), last.max(), seconds.sum())
+        .with_columns(pl.when(seconds > 1).then((last - first) / (seconds - 1)).alias("_interval"))
+    )
+    return per_node.group_by("attempt_id").agg(
+        last.max().alias("last_progress"),
+        pl.col("_interval").sort_by(seconds, "node").last().alias("progress_interval"),
+        seconds.max().alias("progress_reports"),
     )
 
 

@@ -6,10 +6,19 @@ import polars as pl
 
 from engine.config import EngineConfig
 from engine.run import connector_failures, coverage_from_counts
+from ingest.files.common import TS_DTYPE
 from ingest.connectors import ConnectorReport, record_ingest
 from ingest.connectors.base import FetchWindow
 from ingest.lake import Lake
 from tests.engine_frames import at, attempts
+
+
+def without_progress(per_attempt: pl.DataFrame) -> pl.DataFrame:
+    """Per-attempt counts whose attempts printed no progress report (the columns
+    :func:`engine.run.coverage_counts` gives them)."""
+    return per_attempt.with_columns(
+        pl.lit(None, TS_DTYPE).alias("progress_first"), pl.lit(None, TS_DTYPE).alias("progress_last"),
+        pl.lit(0, pl.UInt32).alias("progress_seconds"))
 
 
 def test_failed_connector_is_in_the_coverage_until_a_later_ingest_succeeds(tmp_path):
@@ -38,8 +47,9 @@ def _node_log_errors(hours: list[int], config: EngineConfig | None = None) -> li
     per_hour = pl.DataFrame({
         "cluster": "c", "node": "n1", "source": "syslog", "hour": [at(60 * h) for h in hours], "rows": 1,
     }, schema_overrides={"rows": pl.UInt32})
-    per_attempt = pl.DataFrame({"cluster": ["c"], "attempt_id": ["a"], "source": ["app"], "node": ["n1"], "rows": [5]},
-                               schema_overrides={"rows": pl.UInt32})
+    per_attempt = without_progress(pl.DataFrame(
+        {"cluster": ["c"], "attempt_id": ["a"], "source": ["app"], "node": ["n1"], "rows": [5]},
+        schema_overrides={"rows": pl.UInt32}))
     failures = connector_failures(Lake("/nonexistent"), attempts(), EngineConfig()).clear()
     coverage = coverage_from_counts(attempts({"attempt_id": "a"}), per_hour, per_attempt, failures,
                                     config or EngineConfig())
@@ -83,8 +93,9 @@ def test_counts_split_over_several_rows_give_the_coverage_of_their_sums():
     split = pl.concat([merged, merged.with_columns(pl.lit(1, pl.UInt32).alias("rows"))]).sample(
         fraction=1.0, shuffle=True, seed=7
     )
-    app = pl.DataFrame({"cluster": "c", "attempt_id": ["a", "b"], "source": "app", "node": "n1", "rows": [5, 7]},
-                       schema_overrides={"rows": pl.UInt32})
+    app = without_progress(pl.DataFrame(
+        {"cluster": "c", "attempt_id": ["a", "b"], "source": "app", "node": "n1", "rows": [5, 7]},
+        schema_overrides={"rows": pl.UInt32}))
     split_app = pl.concat([app, app.with_columns(pl.lit(2, pl.UInt32).alias("rows"))]).reverse()
     att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]},
                    {"attempt_id": "b", "nodes": ["n2"], "start_ts": at(60 * 3), "end_ts": at(60 * 5)})
