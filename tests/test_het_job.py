@@ -16,6 +16,8 @@ from tests.end_to_end import ITERATION, XID_79, syslog, verdicts_by_job, watchdo
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 900+0|900|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|h01|gres/gpu=8,node=1
 900+1|901|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|h[02-03]|gres/gpu=16,node=2
+910+0|910|etl|alice|OUT_OF_MEMORY|0:125|2026-11-20T08:00:00|2026-11-20T09:00:00|h04|cpu=32,mem=64G,node=1
+910+1|911|etl|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|h05|gres/gpu=8,node=1
 """
 
 
@@ -34,6 +36,18 @@ def verdicts(tmp_path_factory):
         f"[2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(
             timeout_on(node, rank) + "\n" for node, rank in (("h01", 0), ("h01", 1), ("h03", 16), ("h03", 17))))
     (logs / "h02.log").write_text(syslog("h02", ("08:49:00", f"kernel: {XID_79}")))
+    # 910: the data-loading component on h04 outgrew its own memory limit (slurmstepd's
+    # count of the kill and srun's task report, as Slurm prints them, and the kernel's
+    # cgroup kill, as rules/host.yaml's hit line has it); the GPU component on h05 then
+    # timed out waiting for it.
+    (logs / "slurm-910.out").write_text(
+        f"[2026-11-20 08:40:00,000] {ITERATION}\n"
+        "slurmstepd: error: Detected 1 oom_kill event in StepId=910+0.0. Some of the step tasks have been OOM Killed.\n"
+        "srun: error: h04: task 0: Out Of Memory\n" + timeout_on("h05", 0).replace("4551", "4661") + "\n")
+    (logs / "h04.log").write_text(syslog("h04", ("08:49:00", "kernel: Memory cgroup out of memory: Killed process 629 "
+                                                 "(python3) total-vm:14119556kB, anon-rss:6538204kB, file-rss:80652kB, "
+                                                 "shmem-rss:16kB, UID:0 pgtables:13432kB oom_score_adj:0")))
+    (logs / "h05.log").write_text(syslog("h05", ("08:30:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -51,6 +65,14 @@ def test_a_component_that_saw_only_timeouts_takes_its_siblings_root(verdicts):
     assert (root["node"], root["role"]) == ("h02", "root_candidate")
     assert root["message"].startswith("the job's component 900+1 failed first: NVRM: Xid")
     assert {e["node"] for e in v["evidence"] if e["rule_id"] == "comm.nccl_watchdog_timeout"} == {"h01"}
+
+
+def test_a_siblings_root_that_names_no_node_names_none_in_the_copy(verdicts):
+    """A memory cgroup's kill is the job's own limit: neither component names its node."""
+    for job in ("910+0", "910+1"):
+        v = verdicts[job]
+        assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.oom_killer", []), job
+    assert any(e["rule_id"] == "het_sibling" for e in verdicts["910+1"]["evidence"])
 
 
 def test_the_components_are_one_job_for_the_repeat_offender_note(verdicts):

@@ -115,8 +115,16 @@ class RulePack:
     def node_naming(self) -> pl.DataFrame:
         """``rule_id``, ``event`` and ``names_node`` of every extract or metric outcome
         whose root does not always name its node (:attr:`model.Outcome.names_node`; a map
-        entry inherits its rule's value)."""
-        return self._outcome_table("names_node", pl.String(), lambda names: names not in (None, "always"))
+        entry inherits its rule's value). Each is listed under every python rule's id too:
+        a python rule's copy of an outcome (``het_sibling.py`` gives a heterogeneous job's
+        component its sibling's root, with that root's event) names nodes as the outcome
+        does (a memory cgroup's kill names none)."""
+        own = self._outcome_table("names_node", pl.String(), lambda names: names not in (None, "always"))
+        copies = own.drop("rule_id").join(
+            pl.DataFrame({"rule_id": [loaded.rule.id for loaded in self.python]}, schema={"rule_id": pl.String}),
+            how="cross",
+        )
+        return pl.concat([own, copies.select(own.columns)]).unique(["rule_id", "event"], keep="first", maintain_order=True)
 
     def passing(self) -> pl.DataFrame:
         """``rule_id``, ``event`` and ``passes`` of every extract or metric outcome whose
