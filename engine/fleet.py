@@ -26,11 +26,7 @@ lake, vectorized across attempts:
   no evidence to tell which node their fault was on), a GPU of it may be failing or
   computing wrong numbers: each such verdict gets a ``fleet`` note naming the node
   (``fleet.sdc_suspect`` on a NaN loss, ``fleet.gpu_fault_suspect`` on a CUDA fault), and
-  is ``probable`` at most (the code may still be at fault). When at least
-  :data:`OTHERS_TO_BLAME` other jobs did (three jobs' code failing alike on one node alone
-  is no coincidence), the verdict is the GPU's: domain ``gpu``, cause
-  ``gpu.silent_data_corruption`` (a NaN loss) or ``gpu.repeated_fault`` (a CUDA fault), the
-  node its culprit, ``probable``.
+  is ``probable`` at most (the code may still be at fault).
 
 A run applies them in two steps: :func:`fleet_notes` over a slim view of every verdict,
 then :func:`apply_fleet_notes` to each chunk of full verdicts as it is written.
@@ -43,8 +39,8 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import EngineConfig
-from engine.decide import DEFAULT_ACTION, EVIDENCE_DTYPE, INFRASTRUCTURE
-from ingest.schema import RESPONSIBILITY, het_leader
+from engine.decide import EVIDENCE_DTYPE, INFRASTRUCTURE
+from ingest.schema import het_leader
 
 
 def _fleet_evidence(ts: pl.Expr, node: pl.Expr, rule_id: str | pl.Expr, event: str | pl.Expr,
@@ -176,18 +172,6 @@ SILENT_RULE = "straggler_rank"
 """The rule whose evidence names the node an attempt's other ranks waited for (``rules/straggler.py``)."""
 NAN_CAUSE = "workload.non_finite_loss"
 """The cause of a loss gone NaN or infinite (``rules/cuda_framework.yaml``)."""
-OTHERS_TO_BLAME = 2
-"""How many other jobs that ended of a GPU fault on one node alone make such a verdict the
-GPU's (:func:`mark_gpu_suspects`)."""
-SDC_CAUSE = "gpu.silent_data_corruption"
-"""The cause of NaN losses confined to one node in :data:`OTHERS_TO_BLAME` other jobs too."""
-REPEATED_FAULT_CAUSE = "gpu.repeated_fault"
-"""The cause of CUDA faults confined to one node in :data:`OTHERS_TO_BLAME` other jobs too."""
-FLEET_CAUSES = (
-    (SDC_CAUSE, "gpu", "a loss went NaN on one node's ranks alone in three jobs or more: a GPU computing wrong numbers"),
-    (REPEATED_FAULT_CAUSE, "gpu", "a CUDA fault hit one node's ranks alone in three jobs or more: a failing GPU"),
-)
-"""Causes the fleet stage assigns (the cause catalog lists them)."""
 GPU_FAULT_CAUSES = (
     NAN_CAUSE, "workload.illegal_memory_access", "workload.gpu_illegal_address", "workload.gpu_mmu_fault",
     "workload.kernel_exception", "workload.launch_failure", "workload.illegal_instruction",
@@ -259,17 +243,10 @@ def mark_gpu_suspects(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFr
             pl.when(nan).then(pl.lit("fleet.sdc_suspect")).otherwise(pl.lit("fleet.gpu_fault_suspect")),
             pl.when(nan).then(pl.lit("sdc_suspect")).otherwise(pl.lit("gpu_fault_suspect")), message,
         ).alias("_note"),
-        (pl.col("others") >= OTHERS_TO_BLAME).alias("_blamed"),
-        pl.when(nan).then(pl.lit(SDC_CAUSE)).otherwise(pl.lit(REPEATED_FAULT_CAUSE)).alias("_gpu_cause"),
-        pl.concat_list("node").alias("_node"),
     )
-    blamed = pl.col("_blamed")
     return _update_noted(verdicts, notes, [
         pl.concat_list("evidence", "_note").alias("evidence"),
         pl.when(pl.col("quality") == "definitive").then(pl.lit("probable")).otherwise(pl.col("quality")).alias("quality"),
-        pl.when(blamed).then(pl.lit("gpu")).otherwise(pl.col("domain")).alias("domain"),
-        pl.when(blamed).then(pl.col("_gpu_cause")).otherwise(pl.col("cause")).alias("cause"),
-        pl.when(blamed).then(pl.col("_node")).otherwise(pl.col("culprit_nodes")).alias("culprit_nodes"),
     ])
 
 
@@ -398,9 +375,8 @@ def fleet_notes(
     verdicts: pl.DataFrame, history: pl.DataFrame, topology: pl.DataFrame, config: EngineConfig
 ) -> pl.DataFrame:
     """What the fleet views change, one row per verdict they touch: ``attempt_id``,
-    ``_ports`` (new ``culprit_ports``), ``_quality`` (new ``quality``), ``_fleet_domain``,
-    ``_fleet_cause`` and ``_fleet_culprits`` (new ``domain``, ``cause`` and ``culprit_nodes``) and
-    ``_fleet`` (evidence entries to append).
+    ``_ports`` (new ``culprit_ports``), ``_quality`` (new ``quality``) and ``_fleet`` (evidence
+    entries to append).
 
     ``verdicts`` needs only the columns of :func:`slim_view` (full verdicts are reduced to
     them): a run over a million attempts keeps this slim view of every verdict in memory,
@@ -422,28 +398,17 @@ def fleet_notes(
             | (pl.col("quality") != pl.col("_quality0"))
         )
         .select("attempt_id", pl.col("culprit_ports").alias("_ports"), pl.col("quality").alias("_quality"),
-                pl.col("domain").alias("_fleet_domain"), pl.col("cause").alias("_fleet_cause"),
-                pl.col("culprit_nodes").alias("_fleet_culprits"), pl.col("evidence").alias("_fleet"))
+                pl.col("evidence").alias("_fleet"))
         .sort("attempt_id")
     )
 
 
 def apply_fleet_notes(verdicts: pl.DataFrame, notes: pl.DataFrame) -> pl.DataFrame:
-    """``verdicts`` with the :func:`fleet_notes` that concern them applied (row order kept):
-    a verdict whose domain they change takes that domain's responsibility and, unless its
-    action is the domain's too, the domain's default action."""
+    """``verdicts`` with the :func:`fleet_notes` that concern them applied (row order kept)."""
     if notes.is_empty():
         return verdicts
-    moved = pl.col("_fleet_domain") != pl.col("domain")
     return _update_noted(verdicts, notes, [
         pl.col("_ports").alias("culprit_ports"),
         pl.col("_quality").alias("quality"),
-        pl.col("_fleet_cause").alias("cause"),
-        pl.col("_fleet_culprits").alias("culprit_nodes"),
-        pl.when(moved).then(pl.col("_fleet_domain").replace_strict(RESPONSIBILITY, return_dtype=pl.String))
-        .otherwise(pl.col("responsibility")).alias("responsibility"),
-        pl.when(moved).then(pl.col("_fleet_domain").replace_strict(DEFAULT_ACTION, return_dtype=pl.String))
-        .otherwise(pl.col("recommended_action")).alias("recommended_action"),
-        pl.col("_fleet_domain").alias("domain"),
         pl.concat_list("evidence", "_fleet").alias("evidence"),
     ])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.fleet import FLEET_CAUSES
 from engine.rules.loader import RulePack
 from engine.rules.model import Outcome
 
@@ -17,9 +16,8 @@ ENGINE_CAUSES = (
     ("none", "none", "the attempt succeeded"),
     ("unknown.symptoms_only", "unknown", "only cascades/symptoms were found (e.g. NCCL timeouts everywhere)"),
     ("unknown.no_evidence", "unknown", "the attempt failed and no source said anything"),
-    *FLEET_CAUSES,
 )
-"""Causes the decide and fleet stages assign without a rule."""
+"""Causes the decide stage assigns without a rule."""
 
 
 def _outcomes(pack: RulePack) -> list[dict]:
