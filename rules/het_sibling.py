@@ -20,6 +20,8 @@ from engine.rules.python_rules import new_events, rooted_attempts
 from ingest.schema import het_leader
 
 RULE_ID = "het_sibling"
+COPIES_OUTCOMES = True
+"""A copy names nodes as the sibling's root does (:mod:`engine.rules.python_rules`)."""
 COPIED = ["ts", "node", "gpu", "port", "rank", "params", "origin", "source", "ts_source"]
 """What the copy keeps of the sibling's root: where and when it happened, the line it rests on."""
 

@@ -32,7 +32,8 @@ from engine.rules.model import (
     ExtractRule, MetricRule, PrecedenceRule, PythonRule, Rule, StateRule, SuppressRule,
 )
 from engine.rules.python_rules import (
-    LoadedPythonRule, PythonRuleError, declared_causes, declared_history_events, load_python_rule,
+    LoadedPythonRule, PythonRuleError, declared_causes, declared_copies_outcomes, declared_history_events,
+    load_python_rule,
 )
 
 BUNDLED_RULES = Path(__file__).resolve().parents[2] / "rules"
@@ -115,13 +116,14 @@ class RulePack:
     def node_naming(self) -> pl.DataFrame:
         """``rule_id``, ``event`` and ``names_node`` of every extract or metric outcome
         whose root does not always name its node (:attr:`model.Outcome.names_node`; a map
-        entry inherits its rule's value). Each is listed under every python rule's id too:
-        a python rule's copy of an outcome (``het_sibling.py`` gives a heterogeneous job's
-        component its sibling's root, with that root's event) names nodes as the outcome
-        does (a memory cgroup's kill names none)."""
+        entry inherits its rule's value). Each is listed under the id of every python rule
+        whose rows copy other rules' outcomes (``COPIES_OUTCOMES``) too: such a copy names
+        nodes as the outcome does (a heterogeneous component's copy of its sibling's memory
+        cgroup kill names none)."""
         own = self._outcome_table("names_node", pl.String(), lambda names: names not in (None, "always"))
         copies = own.drop("rule_id").join(
-            pl.DataFrame({"rule_id": [loaded.rule.id for loaded in self.python]}, schema={"rule_id": pl.String}),
+            pl.DataFrame({"rule_id": [loaded.rule.id for loaded in self.python if loaded.copies_outcomes]},
+                         schema={"rule_id": pl.String}),
             how="cross",
         )
         return pl.concat([own, copies.select(own.columns)]).unique(["rule_id", "event"], keep="first", maintain_order=True)
@@ -464,7 +466,8 @@ def _collect(paths: Sequence[Path] | None) -> tuple[list[RuleIssue], RulePack]:
                 try:
                     apply = load_python_rule(target)
                     loaded_python.append(LoadedPythonRule(
-                        rule, target, apply, declared_causes(apply), declared_history_events(apply)
+                        rule, target, apply, declared_causes(apply), declared_history_events(apply),
+                        declared_copies_outcomes(apply),
                     ))
                 except PythonRuleError as exc:
                     add(item.key_lines["path"], "path", str(exc), rule_id)

@@ -37,6 +37,11 @@ tuple of event names): the run keeps those events of the whole lake in memory, u
 it rewrites days, instead of scanning the events table once per chunk, so ``history``
 holds only events some rule of the pack declares.
 
+A rule whose added rows copy another rule's outcome (its ``event``: ``het_sibling.py`` gives
+a heterogeneous job's component its sibling's root) sets a module-level ``COPIES_OUTCOMES =
+True``: its rows then name nodes as that outcome does (a memory cgroup's kill names none,
+:meth:`engine.rules.loader.RulePack.node_naming`).
+
 A rule that gives rows a cause of its own declares it in a module-level ``CAUSES``: a tuple
 of ``(cause, domain, role, event)``, one per outcome. The cause catalog
 (:mod:`engine.rules.catalog`, the README's table) lists them beside the YAML rules' causes.
@@ -105,13 +110,15 @@ Cause = tuple[str, str, str, str]
 @dataclass(frozen=True)
 class LoadedPythonRule:
     """A python rule with its resolved file, its ``apply`` function, the causes it
-    declares (its module's ``CAUSES``) and the past events it reads (``HISTORY_EVENTS``)."""
+    declares (its module's ``CAUSES``), the past events it reads (``HISTORY_EVENTS``) and
+    whether its rows copy other rules' outcomes (``COPIES_OUTCOMES``)."""
 
     rule: PythonRule
     path: Path
     apply: ApplyFn
     causes: tuple[Cause, ...] = ()
     history_events: tuple[str, ...] = ()
+    copies_outcomes: bool = False
 
 
 def _module_name(path: Path) -> str:
@@ -174,6 +181,15 @@ def declared_history_events(apply: ApplyFn) -> tuple[str, ...]:
     looks up in ``context.history`` (empty when it reads none). Raises
     :class:`PythonRuleError` unless each is a non-empty string."""
     return _declared(apply, "HISTORY_EVENTS", lambda e: isinstance(e, str) and bool(e), "event names (strings)")
+
+
+def declared_copies_outcomes(apply: ApplyFn) -> bool:
+    """The ``COPIES_OUTCOMES`` of the rule module that defines ``apply`` (false when
+    absent). Raises :class:`PythonRuleError` unless it is a bool."""
+    declared = apply.__globals__.get("COPIES_OUTCOMES", False)
+    if not isinstance(declared, bool):
+        raise PythonRuleError(f"{apply.__globals__.get('__file__')}: COPIES_OUTCOMES is {declared!r} — give True or False")
+    return declared
 
 
 def attempt_job_id() -> pl.Expr:
