@@ -188,6 +188,7 @@ def test_causes_a_python_rule_declares_are_in_the_catalog(tmp_path):
 @pytest.mark.parametrize(("declaration", "message"), [
     ('CAUSES = (("gpu.confirmed_xid", "gpu"),)', "give a tuple of (cause, domain, role, event) strings"),
     ('HISTORY_EVENTS = ("host.node_boot", 7)', "HISTORY_EVENTS holds 7 — give event names (strings)"),
+    ('COPIES_OUTCOMES = "yes"', "COPIES_OUTCOMES is 'yes' — give True or False"),
 ])
 def test_a_malformed_declaration_is_a_located_issue(tmp_path, declaration, message):
     _python_pack(tmp_path)
@@ -205,6 +206,19 @@ def test_the_history_events_python_rules_declare_are_the_packs(tmp_path):
     pack = load_rule_pack([tmp_path])
     assert pack.python[0].history_events == ("host.node_boot", "gpu_xid")
     assert pack.history_events() == ("gpu_xid", "host.node_boot")
+
+
+def test_only_a_rule_that_copies_outcomes_names_nodes_as_they_do(tmp_path):
+    """The installed pack's memory cgroup kill names no node; a python rule's rows name
+    nodes as it does only when the rule says they copy outcomes."""
+    installed = Path(__file__).resolve().parents[1] / "rules"
+    _python_pack(tmp_path)
+    copied = pl.col("rule_id") == "test.confirm"
+    assert load_rule_pack([installed, tmp_path]).node_naming().filter(copied).is_empty()
+    with (tmp_path / "confirm.py").open("a") as fh:
+        fh.write("COPIES_OUTCOMES = True\n")
+    naming = load_rule_pack([installed, tmp_path]).node_naming().filter(copied)
+    assert ("test.confirm", "host.cgroup_oom_kill", "never") in naming.rows()
 
 
 def test_inline_tests_of_the_good_pack_pass():
