@@ -35,6 +35,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 839|839|hvd|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T13:06:49|k[19-20]|gres/gpu=16,node=2
 840|840|hvd|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T13:06:49|k[21-22]|gres/gpu=16,node=2
 841|841|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[23-24]|gres/gpu=16,node=2
+842|842|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:50:00|k[25-26]|gres/gpu=16,node=2
+843|843|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:50:00|k[27-28]|gres/gpu=16,node=2
 """
 # Horovod's word on the other ranks once one failed, behind Open MPI's --tag-output prefix
 # (horovod/horovod#3412).
@@ -133,6 +135,16 @@ def verdicts(tmp_path_factory):
     (logs / "k24.log").write_text(syslog("k24", ("10:30:00", "kernel: ok")))
     (logs / "slurm-841.out").write_text(f"0: [2026-11-20 10:29:00,000] {ITERATION}\n"
                                         + "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in range(1, 16)))
+    # 842: k25's NVMe timed out a command at 10:05 and the driver's abort of it succeeded
+    # (linux-surface/linux-surface#733's two lines); the job trained on until a rank on k26
+    # ran out of GPU memory at 10:48. 843: the same abort, and nothing else went wrong.
+    nvme = ("kernel: nvme nvme0: I/O 12 QID 5 timeout, aborting", "kernel: nvme nvme0: Abort status: 0x0")
+    for job, first, second in (("842", "k25", "k26"), ("843", "k27", "k28")):
+        (logs / f"{first}.log").write_text(syslog(first, ("10:05:00", nvme[0]), ("10:05:00", nvme[1]),
+                                                  ("10:30:00", "kernel: ok")))
+        (logs / f"{second}.log").write_text(syslog(second, ("10:30:00", "kernel: ok")))
+        oom = f"8: [2026-11-20 10:48:00,000] {CUDA_OOM}\n" if job == "842" else ""
+        (logs / f"slurm-{job}.out").write_text(f"0: [2026-11-20 10:40:00,000] {ITERATION}\n" + oom)
     # 839: k20's port flapped at 11:02 and was back 3 s later; the job, whose output (mpirun
     # --tag-output, Horovod's example) holds no stamp at all, died when rank 10 ran out of
     # GPU memory, two hours later by its end. 840: the same flap, and the output says only
@@ -196,6 +208,15 @@ def test_a_port_down_for_good_that_the_job_outlived_is_no_root_of_a_later_error(
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
     assert role_of(v, "fabric.mlx5_link_state") == "context"
     assert (verdicts["838"]["domain"], verdicts["838"]["culprit_nodes"]) == ("network", ["k17"])
+
+
+def test_a_disk_command_the_driver_aborted_is_no_root_of_a_later_error(verdicts):
+    """The NVMe driver's abort of a timed-out command succeeded and the job trained on for
+    forty minutes: the out-of-memory error is its root. With nothing else, the timeout is."""
+    v = verdicts["842"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
+    assert role_of(v, "host.nvme_failure") == "context"
+    assert (verdicts["843"]["cause"], verdicts["843"]["culprit_nodes"]) == ("storage.disk_timeout", ["k27"])
 
 
 def test_a_flap_is_no_root_beside_an_error_that_may_have_come_long_after_it(verdicts):
