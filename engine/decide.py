@@ -467,8 +467,9 @@ def decide(
     events. ``coverage``: ``attempt_id``, ``coverage`` (list of structs) and
     ``coverage_complete`` (bool), and the attempt's progress reports where known
     (:data:`PROGRESS_COLUMNS`: a cancellation or a time limit that ended a job which had
-    :func:`stalled` is never ``definitive``: it only stopped a job no longer working). ``pack``: its state rules give the fallback roots, its
-    outcomes' ``names_node`` which roots name no culprit node. ``idle``: the extracted
+    :func:`stalled` is never ``definitive``: it only stopped a job no longer working).
+    ``pack``: its state rules give the fallback roots, its outcomes' ``names_node`` which
+    roots name no culprit node. ``idle``: the extracted
     events the attempts were correlated from, whose lines no attempt holds are read for
     other clients of a shared service (:func:`select_root_cause`).
     """

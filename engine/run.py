@@ -253,9 +253,10 @@ def landing_lake(root: str | Path, pack: RulePack | None = None) -> Lake:
 def coverage_counts(lake: Lake, files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The two kinds of counts coverage is computed from, for the observations ``files``:
     ``(cluster, node, source, hour, rows)`` and ``(cluster, attempt_id, source, node,
-    rows, progress_first, progress_last, progress_seconds)``, read from the files' landed counts where those exist. A key may repeat (one
-    row per file that holds it): :func:`coverage_from_counts` sums them, so regrouping
-    here would only cost a pass over every node-hour of the day."""
+    rows, progress_first, progress_last, progress_seconds)``, read from the files' landed
+    counts where those exist. A key may repeat (one row per file that holds it):
+    :func:`coverage_from_counts` sums them, so regrouping here would only cost a pass over
+    every node-hour of the day."""
     counts = lake.read_derived(COUNTS, files)
     per_hour = counts.filter(pl.col("attempt_id").is_null()).select("cluster", "node", "source", "hour", "rows")
     per_attempt = counts.filter(pl.col("attempt_id").is_not_null()).select(

@@ -62,9 +62,9 @@ TIMEOUT_EVENT = "network.collective_timeout"
 STALL_CAUSE = "host.cpu_stall"
 """The cause of a node's reports of a CPU stuck in the kernel (``host.yaml``)."""
 HUNG_EVENT = "host.hung_task"
+"""The event of the kernel's report of a task blocked for minutes (``host.yaml``)."""
 DATA_WAIT_EVENT = "workload.data_loader_wait"
 """The event of a stack inside the DataLoader's fetch of the next batch (``cuda_framework.yaml``)."""
-"""The event of the kernel's report of a task blocked for minutes (``host.yaml``)."""
 WAIT_REPORTS = (
     (pl.col("cause").is_in([STALL_CAUSE, *SLOWDOWN_CAUSES])
      & (pl.col("role") == "context"))
