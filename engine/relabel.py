@@ -318,17 +318,14 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
         .join(spans, on=["attempt_id", "node"])
         .filter(pl.col("ts").is_between(pl.col("_down") - OUTAGE_LEAD, pl.col("_up")))["_row"]
     )
-    # Only attempts with an outage need to know when they started failing.
-    failing = failing_since(
-        events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi")
-        .filter(~pl.col("_row").is_in(echoes.implode())),
-        skew=skew,
-    )
+    # Only attempts with an outage need to know when they started failing, and their rivals.
+    outaged = events.join(downs.select("attempt_id").unique(), on="attempt_id", how="semi")
+    failing = failing_since(outaged.filter(~pl.col("_row").is_in(echoes.implode())), skew=skew)
     # Another root candidate that may have been printed well after the link came back (an
     # unstamped CUDA error in an output with no stamp at all lies anywhere up to the
     # attempt's end) explains the failure as well, and nothing ties the failure to the flap.
     rivals = (
-        events.filter((pl.col("role") == "root_candidate") & ~is_down)
+        outaged.filter((pl.col("role") == "root_candidate") & ~is_down)
         .group_by("attempt_id").agg(pl.col("ts_hi").max().alias("_rival"))
     )
     # A confirmed outage keeps every outage of its node in the attempt: the kernel reports

@@ -21,19 +21,18 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import new_events, param, rooted_attempts
+from engine.rules.python_rules import COLLECTIVE_TIMEOUT_EVENT, new_events, param, rooted_attempts
 
 RULE_ID = "collective_mismatch"
 CAUSES = (("workload.collective_mismatch", "workload", "root_candidate", "collective_mismatch"),)
-TIMEOUT_EVENT = "network.collective_timeout"
-"""The event of the watchdog's timeout report (``comm.nccl_watchdog_timeout``)."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Add a workload root to each attempt without a root whose timeout reports all name one
     collective sequence number and more than one operation."""
     reports = (
-        events.filter((pl.col("event") == TIMEOUT_EVENT) & pl.col("params").str.contains('"optype"', literal=True))
+        events.filter((pl.col("event") == COLLECTIVE_TIMEOUT_EVENT)
+                      & pl.col("params").str.contains('"optype"', literal=True))
         .join(rooted_attempts(events), on="attempt_id", how="anti")
     )
     if reports.is_empty():

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import SLOWDOWN_CAUSES, new_events, rooted_attempts, with_role
+from engine.rules.python_rules import COLLECTIVE_TIMEOUT_EVENT, SLOWDOWN_CAUSES, new_events, rooted_attempts, with_role
 from ingest.schema import processes_per_node
 
 RULE_ID = "straggler_rank"
@@ -57,8 +57,6 @@ CAUSES = (
 )
 """Rank 0 stuck (its own code: tokenising, loading data) is the root; another rank, or a
 node's ranks, are only named, as context, for someone to look at."""
-TIMEOUT_EVENT = "network.collective_timeout"
-"""The event of the watchdog timeout lines (``comm.nccl_watchdog_timeout``)."""
 STALL_CAUSE = "host.cpu_stall"
 """The cause of a node's reports of a CPU stuck in the kernel (``host.yaml``)."""
 HUNG_EVENT = "host.hung_task"
@@ -92,7 +90,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     reports of the one node that printed any during the wait its root candidates."""
     if events.is_empty() or context.attempts.is_empty():
         return events
-    timeouts = events.filter((pl.col("event") == TIMEOUT_EVENT) & pl.col("rank").is_not_null()).join(
+    timeouts = events.filter((pl.col("event") == COLLECTIVE_TIMEOUT_EVENT) & pl.col("rank").is_not_null()).join(
         rooted_attempts(events), on="attempt_id", how="anti"
     )
     if timeouts.is_empty():

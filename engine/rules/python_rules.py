@@ -78,6 +78,9 @@ def no_topology() -> pl.DataFrame:
     return pl.from_arrow(TOPOLOGY.empty_table()).with_columns(pl.lit(None, dtype=pl.String).alias("cluster"))
 
 
+COLLECTIVE_TIMEOUT_EVENT = "network.collective_timeout"
+"""The event of PyTorch's NCCL watchdog reporting a collective that timed out
+(``comm.nccl_watchdog_timeout``): what the rules that read the ranks' timeouts select."""
 SLOWDOWN_CAUSES = ("gpu.thermal_power_slowdown", "gpu.thermal", "host.cpu_thermal_throttle")
 """The causes of the reports of a GPU or CPU slowed by heat or a power brake, ``context`` on
 their own (the rules that promote them: ``fail_slow.py``, ``straggler.py``): a GPU's
