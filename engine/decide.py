@@ -16,9 +16,9 @@ skew`` across nodes, ``tie_window`` on one node):
 When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
 TIMEOUT → ``scheduler.time_limit``…) is the fallback root (so it is when the only root is
 a cancellation that gives no reason and the state gives one: DEADLINE), but not a time
-limit that ended a job whose watchdogs had reported a hung collective long before
-(:func:`hung_before_the_limit`); it names no culprit, except the node of a one-node
-attempt whose state blames the infrastructure (NODE_FAIL, BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A successful
+limit or a cancellation that ended a job whose watchdogs had reported a hung collective
+long before (:func:`hung_before_the_end`); it names no culprit, except the node of a
+one-node attempt whose state blames the infrastructure (NODE_FAIL, BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A successful
 attempt gets ``domain = none``.
 
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked
@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from engine.config import NODE_LOG_SOURCES, EngineConfig
 from engine.rules.loader import RulePack
-from engine.rules.python_rules import origin_position
+from engine.rules.python_rules import origin_position, with_role
 from ingest.files.common import TS_DTYPE
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
 
@@ -111,10 +111,16 @@ def with_progress(coverage: pl.DataFrame) -> pl.DataFrame:
         pl.lit(None, dtype).alias(name) for name, dtype in PROGRESS_COLUMNS.items() if name not in coverage.columns)
 
 
-def hung_before_the_limit(events: pl.DataFrame, attempts: pl.DataFrame, coverage: pl.DataFrame) -> pl.DataFrame:
-    """``attempt_id`` of each attempt the scheduler ended at its time limit (TIMEOUT) whose
-    ranks' watchdogs had reported a hung collective more than :data:`HUNG_BEFORE_LIMIT`
-    before (the latest moment the first report can have been printed, its ``ts_hi``), or
+ENDED_HUNG_STATES = ("timeout", "cancelled")
+"""Scheduler states that only stop a job (its time limit, a cancellation that gives no
+reason): no fallback root for a job already hung (:func:`hung_before_the_end`)."""
+
+
+def hung_before_the_end(events: pl.DataFrame, attempts: pl.DataFrame, coverage: pl.DataFrame) -> pl.DataFrame:
+    """``attempt_id`` of each attempt the scheduler ended at its time limit (TIMEOUT), or
+    someone cancelled (CANCELLED), whose ranks' watchdogs had reported a hung collective
+    more than :data:`HUNG_BEFORE_LIMIT` before (the latest moment the first report can have
+    been printed, its ``ts_hi``), or
     reported one at all in an attempt that had :func:`stalled` (watchdog lines without a
     stamp of their own are known only up to the limit's banner; the progress reports that
     stopped hours before say when the job hung). ``coverage``: per attempt, with
@@ -122,9 +128,11 @@ def hung_before_the_limit(events: pl.DataFrame, attempts: pl.DataFrame, coverage
 
     Ranks that keep waiting once their watchdog fired (``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``)
     sit hung until the limit ends them: more time would not have helped, so the state is no
-    fallback root for them. Without a log root the verdict is ``unknown.symptoms_only``,
-    its evidence the timeouts and the rank they waited for (``straggler.py``)."""
-    timed_out = attempts.filter(pl.col("state") == "timeout").select("attempt_id", "end_ts").join(
+    fallback root for them. Nor is a cancellation: someone stopped a job that had hung half
+    an hour before, and what hung it is the question. Without a log root the verdict is
+    ``unknown.symptoms_only``, its evidence the timeouts and the rank they waited for
+    (``straggler.py``)."""
+    timed_out = attempts.filter(pl.col("state").is_in(ENDED_HUNG_STATES)).select("attempt_id", "end_ts").join(
         coverage.select("attempt_id", *PROGRESS_COLUMNS), on="attempt_id", how="left")
     if timed_out.is_empty():
         return timed_out.select("attempt_id")
@@ -135,6 +143,33 @@ def hung_before_the_limit(events: pl.DataFrame, attempts: pl.DataFrame, coverage
         .filter((pl.col("ts_hi") < pl.col("end_ts") - HUNG_BEFORE_LIMIT) | pl.col("_stalled"))
         .select("attempt_id")
     )
+
+
+def demote_outworked_roots(events: pl.DataFrame, coverage: pl.DataFrame, fail_at_once: timedelta) -> pl.DataFrame:
+    """Root candidates the attempt went on working after become ``context``.
+
+    ``coverage``: per attempt, with :data:`PROGRESS_COLUMNS`. An attempt whose progress
+    reports (a stamped step and its loss) went on more than ``fail_at_once`` after a root
+    candidate could have been printed (its ``ts_hi``) trained through that fault: another
+    user's GPU on a shared node falling off the bus, one GSP timeout of a monitoring
+    ``nvidia-smi`` call. When another root candidate was printed more than ``fail_at_once``
+    after it, that one ended the attempt (a CUDA out-of-memory error 40 minutes later) and
+    the earlier fault is context; with none after it, nothing else explains the failure
+    and the fault stays (as :func:`engine.relabel.demote_outlived_roots` keeps a fault that
+    passes by itself). Progress is the attempt's as a whole: a collective job only reports a
+    step its every rank took."""
+    root = pl.col("role") == "root_candidate"
+    progress = coverage.select("attempt_id", "last_progress").drop_nulls()
+    if progress.is_empty() or not events.select(root.any()).item():
+        return events
+    roots = events.filter(root).select("_row", "attempt_id", "ts", "ts_hi").join(progress, on="attempt_id")
+    last_root = roots.group_by("attempt_id").agg(pl.col("ts").max().alias("_last_root"))
+    since = pl.col("ts_hi") + fail_at_once
+    outworked = (
+        roots.join(last_root, on="attempt_id")
+        .filter((pl.col("last_progress") > since) & (pl.col("_last_root") > since))["_row"]
+    )
+    return with_role(events, pl.col("_row").is_in(outworked.implode()), "context")
 
 
 CLOCK_OFFSET_RULE = "clock_offset"
@@ -476,11 +511,10 @@ def decide(
     # One integer key per (attempt, event) row: the evidence finds its roots by it.
     events = events.with_row_index("_row")
     coverage = with_progress(coverage)
+    events = demote_outworked_roots(events, coverage, timedelta(seconds=config.seconds("fail_at_once")))
     roots = select_root_cause(events, config, pack.node_naming(), idle)
     fallback = state_fallback(attempts, pack.state).join(
-        hung_before_the_limit(events, attempts, coverage).with_columns(pl.lit(TIME_LIMIT).alias("state_cause")),
-        on=["attempt_id", "state_cause"], how="anti",
-    )
+        hung_before_the_end(events, attempts, coverage), on="attempt_id", how="anti")
     # A symptom linked to any of the reports the root stands for corroborates it: the driver
     # prints XID 79 and its plain "fallen off the bus" line at one instant, and the cascades
     # may link to the one the root is not.

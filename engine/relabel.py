@@ -391,9 +391,8 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     its onset (:func:`_onset`). So is a scheduler's end of the job stamped that late
     (:data:`LATE_ENDS`: ``scancel``'s banner, the time limit's): someone, or the clock,
     stopped a job that was already stuck (ranks that keep waiting once their watchdog
-    fired, with ``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``, until the limit ends them); the
-    scheduler's record of a cancellation stays the fallback when nothing else explains the
-    hang, its record of the time limit not (:func:`engine.decide.hung_before_the_limit`).
+    fired, with ``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``, until the limit ends them); nor is
+    the scheduler's record of either the fallback root (:func:`engine.decide.hung_before_the_end`).
 
     A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
     another node's, or none) stays: that rank is the one the others waited for, and its

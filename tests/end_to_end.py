@@ -4,7 +4,7 @@ the real lines several such cases share."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 from engine.run import landing_lake, run_attribution
@@ -77,3 +77,22 @@ def watchdog_timeout(rank: int, clock: str) -> str:
 def syslog(node: str, *lines: tuple[str, str]) -> str:
     """rsyslog ISO lines of ``node`` on 2026-11-20: one per ``(HH:MM:SS, message)``."""
     return "".join(f"2026-11-20T{clock}.000000+00:00 {node} {message}\n" for clock, message in lines)
+
+
+# Megatron-LM's iteration report (bigscience-workshop/bigscience, tr11-176B-ml/chronicles.md),
+# behind srun --label and Megatron's own stamp: a progress report (a step and its loss).
+LOSS_ITERATION = ("{task}: [2026-11-20 {clock}] iteration {n:>8}/  500000 | consumed samples: {samples:>12} | elapsed "
+                  "time per iteration (ms): 1861.8 | learning rate: 2.998E-04 | global batch size:  1024 | lm loss: "
+                  "2.905654E+00 |")
+
+
+def progress(until: str, every_minutes: int = 5, since: str = "08:05") -> str:
+    """Rank 0's iteration reports (:data:`LOSS_ITERATION`) on 2026-11-20, every
+    ``every_minutes`` from ``since`` up to ``until`` (HH:MM)."""
+    stop = datetime.strptime(until, "%H:%M")
+    moment, lines, n = datetime.strptime(since, "%H:%M"), [], 0
+    while moment <= stop:
+        n += 163
+        lines.append(LOSS_ITERATION.format(task=0, clock=moment.strftime("%H:%M:%S"), n=n, samples=n * 1024) + "\n")
+        moment += timedelta(minutes=every_minutes)
+    return "".join(lines)

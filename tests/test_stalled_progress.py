@@ -1,8 +1,8 @@
 """An attempt whose training loop stopped reporting progress long before the scheduler ended
 it: the time limit or the user's cancellation only stopped a job no longer working, so it is
 never a ``definitive`` root, and watchdog timeouts without a stamp of their own, printed
-somewhere after the last progress report, say the job hung long before its limit (more
-time would not have helped). A job that reported progress up to its limit simply ran out of
+somewhere after the last progress report, say the job hung long before its limit or its
+cancellation (more time would not have helped; neither is a root then). A job that reported progress up to its limit simply ran out of
 time. Real lines, landed through the Slurm connector and the files landing, attributed by a
 run."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from engine.decide import HUNG_BEFORE_LIMIT, stalled
 from engine.run import _counts
-from tests.end_to_end import syslog, verdicts_by_job
+from tests.end_to_end import progress, syslog, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 900|900|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T12:00:05|m[1-2]|gres/gpu=4,node=2
@@ -23,28 +23,14 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 902|902|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T12:00:05|m[5-6]|gres/gpu=4,node=2
 903|903|train|alice|CANCELLED by 1000|0:15|2026-11-20T08:00:00|2026-11-20T10:40:05|m[7-8]|gres/gpu=4,node=2
 904|904|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T12:00:05|m[9-10]|gres/gpu=4,node=2
+905|905|train|alice|CANCELLED by 1000|0:15|2026-11-20T08:00:00|2026-11-20T10:40:05|m[11-12]|gres/gpu=4,node=2
 """
-# Megatron-LM's iteration report (bigscience-workshop/bigscience, tr11-176B-ml/chronicles.md),
-# behind srun --label and Megatron's own stamp.
-ITERATION = ("{task}: [2026-11-20 {clock}] iteration {n:>8}/  500000 | consumed samples: {samples:>12} | elapsed time "
-             "per iteration (ms): 1861.8 | learning rate: 2.998E-04 | global batch size:  1024 | lm loss: 2.905654E+00 |")
 # PyTorch 2.1's watchdog line, which carries no stamp of its own (pytorch/pytorch#118369).
 UNSTAMPED_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: "
                      "WorkNCCL(SeqNum=11881, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for "
                      "1800033 milliseconds before timing out.")
 LIMIT = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T12:00:00 DUE TO TIME LIMIT ***"
 CANCEL = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T10:40:00 ***"
-
-
-def progress(until: str, every_minutes: int = 5) -> str:
-    """Rank 0's iteration reports every ``every_minutes`` from 08:05 up to ``until`` (HH:MM)."""
-    stop = datetime.strptime(until, "%H:%M")
-    moment, lines, n = datetime.strptime("08:05", "%H:%M"), [], 0
-    while moment <= stop:
-        n += 163
-        lines.append(ITERATION.format(task=0, clock=moment.strftime("%H:%M:%S"), n=n, samples=n * 1024) + "\n")
-        moment += timedelta(minutes=every_minutes)
-    return "".join(lines)
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +43,16 @@ def verdicts(tmp_path_factory):
     # 902: progress up to the limit: the job ran out of time.
     # 903: progress stopped at 09:50; the user cancelled at 10:40.
     # 904: reports every 40 minutes, the last 45 minutes before the limit: not a stall.
+    # 905: progress stopped at 09:50, every rank's watchdog timed out, the user cancelled at 10:40.
     (logs / "slurm-900.out").write_text(progress("09:50") + LIMIT.format(job=900, node="m1") + "\n")
     (logs / "slurm-901.out").write_text(progress("09:50") + "".join(UNSTAMPED_TIMEOUT.format(r=r) + "\n" for r in range(4))
                                         + LIMIT.format(job=901, node="m3") + "\n")
     (logs / "slurm-902.out").write_text(progress("11:55") + LIMIT.format(job=902, node="m5") + "\n")
     (logs / "slurm-903.out").write_text(progress("09:50") + CANCEL.format(job=903, node="m7") + "\n")
     (logs / "slurm-904.out").write_text(progress("11:15", every_minutes=40) + LIMIT.format(job=904, node="m9") + "\n")
-    for i in range(1, 11):
+    (logs / "slurm-905.out").write_text(progress("09:50") + "".join(UNSTAMPED_TIMEOUT.format(r=r) + "\n" for r in range(4))
+                                        + CANCEL.format(job=905, node="m11") + "\n")
+    for i in range(1, 13):
         (logs / f"m{i}.log").write_text(syslog(f"m{i}", ("07:50:00", "kernel: ok"), ("12:10:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
@@ -91,6 +80,13 @@ def test_a_job_that_made_progress_up_to_its_limit_ran_out_of_time(verdicts):
 def test_a_cancellation_of_a_stalled_job_is_not_definitive(verdicts):
     v = verdicts["903"]
     assert (v["domain"], v["cause"], v["quality"]) == ("scheduler", "scheduler.cancelled", "probable")
+
+
+def test_a_cancellation_of_a_job_whose_watchdogs_reported_it_hung_is_no_root(verdicts):
+    """Someone stopped a job hung for long: what hung it is the question, and nothing says."""
+    v = verdicts["905"]
+    assert (v["domain"], v["cause"], v["quality"]) == ("unknown", "unknown.symptoms_only", "insufficient")
+    assert v["recommended_action"] != "resubmit"
 
 
 def test_progress_reports_are_counted_at_landing_by_distinct_second():
