@@ -34,10 +34,15 @@ one-node job cannot tell the two apart and keeps the extracted reading. Each ste
   have (renamed after a reimage, the IB driver not loaded). Each gets a root of its own,
   ``network.interface_missing``, of which its reports are confirmations.
 * **The rendezvous** (``communication.yaml``). torchrun's store waits for one agent per
-  node; "Timed out after 901 seconds waiting for clients. 2/4 clients joined." on a job
-  given two nodes, every one of which joined, says the job asked for more nodes than it
-  was given (``--nnodes 4`` on a two-node allocation): ``workload.bad_arguments``, no
-  node, instead of a rendezvous timeout's cascade.
+  node, ``init_process_group``'s for one client per rank; "Timed out after 901 seconds
+  waiting for clients. 2/4 clients joined." on a job given two nodes, every one of which
+  joined (or "16/32 clients joined" on a job of 16 ranks, every one of which did), says the
+  job asked for more than it was given (``--nnodes 4`` on a two-node allocation, a
+  ``WORLD_SIZE`` of 32): ``workload.bad_arguments``, no node, instead of a rendezvous
+  timeout's cascade. So is a Slurm job's ranks timing out connecting to a store on a host
+  that is none of the job's nodes, by name (``MASTER_ADDR=gpu090`` for a job on
+  ``gpu[030-031]``: under Slurm the store runs on a node of the job). An address, or a
+  name the topology knows as another name of one of the job's nodes, is no such host.
 
 Contract: :mod:`engine.rules.python_rules`.
 """
@@ -51,6 +56,8 @@ import polars as pl
 from engine.config import NODE_LOG_SOURCES
 from engine.extract import address_banner
 from engine.rules.python_rules import link_to_roots, new_events, param, with_values
+from ingest.hostlist import short_host
+from ingest.schema import processes_per_node
 
 RULE_ID = "job_setup"
 
@@ -128,25 +135,43 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     module docstring)."""
     for step in STEPS:
         events = _read_step(events, context, step)
-    return _oversized_rendezvous(events, context)
+    return _misconfigured_rendezvous(events, context)
 
 
-def _oversized_rendezvous(events: pl.DataFrame, context) -> pl.DataFrame:
-    """``events`` with the rendezvous timeouts of attempts whose every node joined while
-    the store waited for more (see the module docstring) made the job's root candidates."""
+ADDRESS = r"^(?:[0-9.]+|.*:.*)$"
+"""An IPv4 or IPv6 address: a store host given so names no node the lake could compare."""
+
+
+def _misconfigured_rendezvous(events: pl.DataFrame, context) -> pl.DataFrame:
+    """``events`` with the rendezvous timeouts that say the job's own settings were wrong
+    made the job's root candidates: every node (or every rank) joined while the store
+    waited for more, or a Slurm job's ranks looked for the store on a host none of its
+    nodes is (see the module docstring)."""
     timeout = pl.col("event") == STORE_TIMEOUT
     if events.is_empty() or not events.select(timeout.any()).item():
         return events
-    nodes = context.attempts.select("attempt_id", pl.col("nodes").list.unique().list.len().alias("_nodes"))
-    joined = param("joined").cast(pl.Int64, strict=False)
-    oversized = (
-        events.with_row_index("_row").filter(timeout)
-        .join(nodes, on="attempt_id")
-        .filter((joined == pl.col("_nodes")) & (param("world_size").cast(pl.Int64, strict=False) > joined))["_row"]
+    attempts = context.attempts.select(
+        "attempt_id", "cluster", "scheduler", pl.col("nodes").list.unique().alias("_nodes"),
+        (pl.col("nodes").list.unique().list.len() * processes_per_node()).alias("_ranks"),
     )
-    if oversized.is_empty():
+    joined = param("joined").cast(pl.Int64, strict=False)
+    everyone_joined = (joined == pl.col("_nodes").list.len()) | (joined == pl.col("_ranks"))
+    peer = short_host(param("peer").str.strip_chars())
+    elsewhere = (
+        (pl.col("scheduler") == "slurm") & ~peer.str.contains(ADDRESS) & (peer != "localhost")
+        & ~pl.col("_nodes").list.contains(pl.coalesce(pl.col("_alias_of"), peer))
+    )
+    reports = events.with_row_index("_row").filter(timeout).join(attempts, on=["attempt_id", "cluster"])
+    aliases = context.topology.filter(pl.col("kind") == "node_alias").select(
+        "cluster", pl.col("alias").str.to_lowercase().alias("_peer"), pl.col("node").alias("_alias_of")).unique(
+        ["cluster", "_peer"], keep="first")
+    reports = reports.with_columns(peer.alias("_peer")).join(aliases, on=["cluster", "_peer"], how="left")
+    misconfigured = reports.filter(
+        (everyone_joined & (param("world_size").cast(pl.Int64, strict=False) > joined)) | elsewhere.fill_null(False)
+    )["_row"]
+    if misconfigured.is_empty():
         return events
-    theirs = pl.int_range(events.height, eager=True).is_in(oversized.implode())
+    theirs = pl.int_range(events.height, eager=True).is_in(misconfigured.implode())
     return with_values(events, theirs, role="root_candidate", domain="workload", cause="workload.bad_arguments",
                     action="fix_workload")
 

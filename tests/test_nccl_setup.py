@@ -1,8 +1,9 @@
 """NCCL's setup read by where it failed, end to end through the Slurm connector, the files
 landing and a run: a queue-pair transition or a network setting that fails on every node of
 a job is the job's configuration; the same failure on some nodes only, while the others
-printed that they got through, is those nodes'. A rendezvous every node joined, still
-waiting for more, asked for more nodes than the job was given. PXN refusing host buffers is
+printed that they got through, is those nodes'. A rendezvous every node (or every rank)
+joined, still waiting for more, asked for more than the job was given; ranks looking for
+the store on a host that is none of the job's nodes were given the wrong one. PXN refusing host buffers is
 the job's NCCL setting; NVLS failing alike on every node names none of them."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from datetime import date
 
 import pytest
 
+from ingest.connectors.topology import TopologyConnector, TopologyOptions
 from tests.end_to_end import ITERATION, role_of, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
@@ -25,6 +27,12 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 978|978|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[18-19]|gres/gpu=16,node=2
 979|979|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[20-21]|gres/gpu=16,node=2
 980|980|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|q[22-23]|gres/gpu=16,node=2
+981|981|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|q[24-25]|gres/gpu=16,node=2
+982|982|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:16:00|q[26-27]|gres/gpu=16,node=2
+983|983|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:11:00|q[28-29]|gres/gpu=16,node=2
+984|984|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:11:00|q[30-31]|gres/gpu=16,node=2
+985|985|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:11:00|q[32-33]|gres/gpu=16,node=2
+986|986|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:11:00|q[34-35]|gres/gpu=16,node=2
 """
 
 
@@ -62,6 +70,12 @@ def store_timeout(task: int, joined: int, expected: int) -> str:
     """torch's store giving up on the clients it waited for (OpenRLHF/OpenRLHF#1040's line)."""
     return (f"{task}: torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. "
             f"{joined}/{expected} clients joined.")
+
+
+def store_unreachable(task: int, host: str) -> str:
+    """A store client giving up connecting to the store's host (vllm-project/vllm#19670's line)."""
+    return (f"{task}: torch.distributed.DistNetworkError: The client socket has timed out after 600000ms while "
+            f"trying to connect to ({host}, 29500).")
 
 
 def pxn_host_buffers(task: int, node: str) -> str:
@@ -110,12 +124,25 @@ def verdicts(tmp_path_factory):
     # two never came.
     (logs / "slurm-976.out").write_text(output(store_timeout(0, 2, 4), store_timeout(8, 2, 4)))
     (logs / "slurm-977.out").write_text(output(store_timeout(0, 1, 2)))
+    # init_process_group's store on rank 0 waits for one client per rank: all 16 ranks of
+    # two eight-GPU nodes joined a WORLD_SIZE of 32 (981); four of them never came (982).
+    (logs / "slurm-981.out").write_text(output(store_timeout(0, 16, 32)))
+    (logs / "slurm-982.out").write_text(output(store_timeout(0, 12, 16)))
+    # The ranks look for the store on q90, no node of the job (983); on the job's own q30
+    # (984); at an address (985); on q34's other name, which the topology knows (986).
+    (logs / "slurm-983.out").write_text(output(store_unreachable(0, "q90"), store_unreachable(8, "q90")))
+    (logs / "slurm-984.out").write_text(output(store_unreachable(8, "q30")))
+    (logs / "slurm-985.out").write_text(output(store_unreachable(8, "10.9.0.90")))
+    (logs / "slurm-986.out").write_text(output(store_unreachable(8, "q34-mgmt")))
     (logs / "slurm-978.out").write_text(output(pxn_host_buffers(0, "q18"), pxn_host_buffers(8, "q19")))
     # Multicast refused on both nodes at once (979), on one of two (980).
     (logs / "slurm-979.out").write_text(output(*(nvls_failure(t, "q20" if t < 8 else "q21") for t in (0, 1, 8, 9))))
     (logs / "slurm-980.out").write_text(output(bootstrap(0, "q22", "10.9.0.22"), nvls_failure(8, "q23"),
                                                nvls_failure(9, "q23")))
-    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+    aliases = root / "aliases.csv"
+    aliases.write_text("node,alias\nq34,q34-mgmt\n")
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20),
+                           connectors=(TopologyConnector(TopologyOptions(aliases_file=aliases), "c1"),))
 
 
 def test_a_queue_pair_transition_every_node_fails_is_the_jobs_setting(verdicts):
@@ -156,6 +183,22 @@ def test_a_rendezvous_every_node_joined_still_waiting_asked_for_more_nodes(verdi
 
 def test_a_rendezvous_a_node_never_joined_is_not_the_jobs_arguments(verdicts):
     assert verdicts["977"]["cause"] != "workload.bad_arguments"
+
+
+def test_a_store_every_rank_joined_still_waiting_asked_for_more_ranks(verdicts):
+    v = verdicts["981"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.bad_arguments", [])
+    assert verdicts["982"]["cause"] != "workload.bad_arguments"
+
+
+def test_a_store_on_a_host_outside_the_job_is_the_jobs_arguments(verdicts):
+    v = verdicts["983"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.bad_arguments", [])
+
+
+@pytest.mark.parametrize("job", ["984", "985", "986"])
+def test_a_store_on_a_node_of_the_job_or_at_an_address_is_not_the_jobs_arguments(verdicts, job):
+    assert verdicts[job]["cause"] != "workload.bad_arguments"
 
 
 def test_pxn_refusing_host_buffers_is_the_jobs_nccl_setting(verdicts):
