@@ -159,6 +159,21 @@ def test_opensm_log_lines_are_the_subnet_managers_not_a_host_named_by_their_micr
     assert obs["message"][1] == "SUBNET UP"
 
 
+def test_opensm_sweep_banner_rows_continue_the_line_above_them(tmp_path):
+    """opensm boxes a sweep's banner in rows of asterisks under ``do_sweep:`` (its log as
+    ibsim's walkthrough prints it): they are that line's, not lines without a header."""
+    stars = "*" * 66
+    lines = ["Jun 17 17:21:28 923669 [3DA006C0] 0x02 -> do_sweep:", "", "", stars,
+             "*********************** HEAVY SWEEP START ************************", stars, "", "",
+             "Jun 17 17:21:28 924124 [3DA006C0] 0x02 -> do_sweep: Entering heavy sweep with flags: "
+             "force_heavy_sweep 1, coming out of standby 0, subnet initialization error 0, sm port change 0"]
+    parsed = read_log_file(write(tmp_path / "opensm.log", lines), year=2026, default_node="sm01")
+    assert parsed.rejects.is_empty()
+    obs = parsed.observations
+    assert obs.select("node", "program").unique().rows() == [("sm01", "opensm")]
+    assert obs.filter(pl.col("message").str.contains("HEAVY SWEEP START"))["ts_source"].to_list() == ["inferred"]
+
+
 def test_syslog_year_rollover_with_explicit_year(tmp_path):
     lines = [f"Dec 31 23:59:58 node1 kernel: {FALLEN_OFF[0]}", f"Jan  1 00:00:03 node1 kernel: {NVLINK_XID[0]}"]
     parsed = read_log_file(write(tmp_path / "syslog", lines), year=2025)

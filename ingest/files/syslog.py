@@ -6,7 +6,8 @@ RFC 5424 (``<pri>1 2026-11-30T15:32:38Z host app procid msgid [sd] msg``) and jo
 The host field gives ``node`` (its short name, :func:`short_host`), the tag (or RFC 5424
 APP-NAME) gives ``program``. A kernel message's own ``[  123.456789]`` monotonic stamp is
 stripped from ``message``. Lines that start with whitespace continue the previous message
-(wrapped lines) and inherit its stamp. journalctl's own marker lines (``-- Logs begin at
+(wrapped lines) and inherit its stamp, as do the rows of asterisks around opensm's sweep
+banners. journalctl's own marker lines (``-- Logs begin at
 … --``, ``-- Journal begins at … --``, ``-- Boot 3d2a… --``, ``-- Reboot --``, ``-- No entries
 --``) land as lines of program ``journalctl`` on the node of the lines around them, with an
 inherited stamp: a boot marker says the node restarted there. opensm's own log, which puts
@@ -43,6 +44,11 @@ host (``1795167565.212709 kc-gpu040 kernel: …``)."""
 RFC5424_HEADER = r"(?P<app>\S+) \S+ \S+ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+) ?(?:\x{FEFF})?"
 TAG = r"(?P<tag>[^\s\[:]+)(?:\[[0-9]+\])?: ?"
 KERNEL_STAMP = r"^\[ *[0-9]+\.[0-9]+\] ?"
+CONTINUED = r"^(?:\s|\*{3,})"
+"""A line without a header that continues the previous message: a wrapped line (leading
+whitespace), or a row of the box of asterisks opensm draws around a sweep's banner
+(``OSM_LOG_MSG_BOX``: ``*** HEAVY SWEEP START ***`` between rows of asterisks, each on a
+line of its own under ``do_sweep:``)."""
 JOURNAL_MARKER = r"^-- (?:Logs begin at |Journal begins at |(?:Boot|Reboot)(?: [0-9a-f]+)? --$|No entries --$|cursor: )"
 """journalctl's marker lines between its entries: the span header, one ``-- Boot <id> --``
 per boot (``-- Reboot --`` before systemd 247), ``-- No entries --`` and ``--show-cursor``'s
@@ -88,7 +94,7 @@ def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     )
     # Columns, not expressions: each is read several times below.
     frame = frame.with_columns(
-        (~matched & line.str.contains(r"^\s")).alias("_continuation"),
+        (~matched & line.str.contains(CONTINUED)).alias("_continuation"),
         (~matched & line.str.contains(JOURNAL_MARKER)).alias("_marker"),
         text.alias("_text"),
     )
