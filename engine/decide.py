@@ -13,6 +13,10 @@ skew`` across nodes, ``tie_window`` on one node):
   within a span (an unstamped line, see :func:`engine.correlate.add_time_bounds`) that
   includes the root's moment: it may have come first.
 
+A root candidate the attempt's progress reports went on long after, with another root
+candidate printed long after it, is context: the job trained through it
+(:func:`demote_outworked_roots`).
+
 When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
 TIMEOUT → ``scheduler.time_limit``…) is the fallback root (so it is when the only root is
 a cancellation that gives no reason and the state gives one: DEADLINE), but not a time

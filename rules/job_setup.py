@@ -156,16 +156,19 @@ def _misconfigured_rendezvous(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     joined = param("joined").cast(pl.Int64, strict=False)
     everyone_joined = (joined == pl.col("_nodes").list.len()) | (joined == pl.col("_ranks"))
-    peer = short_host(param("peer").str.strip_chars())
+    peer = pl.col("_peer")
     elsewhere = (
         (pl.col("scheduler") == "slurm") & ~peer.str.contains(ADDRESS) & (peer != "localhost")
         & ~pl.col("_nodes").list.contains(pl.coalesce(pl.col("_alias_of"), peer))
     )
-    reports = events.with_row_index("_row").filter(timeout).join(attempts, on=["attempt_id", "cluster"])
     aliases = context.topology.filter(pl.col("kind") == "node_alias").select(
         "cluster", pl.col("alias").str.to_lowercase().alias("_peer"), pl.col("node").alias("_alias_of")).unique(
         ["cluster", "_peer"], keep="first")
-    reports = reports.with_columns(peer.alias("_peer")).join(aliases, on=["cluster", "_peer"], how="left")
+    reports = (
+        events.with_row_index("_row").filter(timeout).join(attempts, on=["attempt_id", "cluster"])
+        .with_columns(short_host(param("peer").str.strip_chars()).alias("_peer"))
+        .join(aliases, on=["cluster", "_peer"], how="left")
+    )
     misconfigured = reports.filter(
         (everyone_joined & (param("world_size").cast(pl.Int64, strict=False) > joined)) | elsewhere.fill_null(False)
     )["_row"]
