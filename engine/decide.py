@@ -90,7 +90,8 @@ stopping to say anything (:func:`stalled`)."""
 STALL_INTERVALS = 5
 """How many of its usual intervals between progress reports an attempt must have gone
 without one before it ended to count as stalled (and at least :data:`HUNG_BEFORE_LIMIT`)."""
-PROGRESS_COLUMNS = {"last_progress": TS_DTYPE, "progress_interval": pl.Duration("us"), "progress_reports": pl.UInt32}
+PROGRESS_COLUMNS = {"last_progress": TS_DTYPE, "progress_interval": pl.Duration("us"), "progress_reports": pl.UInt32,
+                    "progress_center": pl.Float64}
 """The columns of an attempt's progress reports its coverage may carry
 (:func:`engine.run.coverage_from_counts`)."""
 
@@ -105,6 +106,26 @@ def stalled() -> pl.Expr:
     return (
         (pl.col("progress_reports").fill_null(0) >= STALL_REPORTS)
         & (quiet > HUNG_BEFORE_LIMIT) & (quiet > pl.col("progress_interval") * STALL_INTERVALS)
+    ).fill_null(False)
+
+
+SLOWED_REPORTS = 20
+"""How many progress reports an attempt must have printed for their spacing to say it slowed
+down (:func:`slowed`)."""
+SLOWED_CENTER = 0.45
+"""Below this centre the reports thinned out as the run went on (:func:`slowed`): steps that
+took twice as long by the end as at the start centre at 0.44, steady ones at 0.5."""
+
+
+def slowed() -> pl.Expr:
+    """Whether an attempt (with :data:`PROGRESS_COLUMNS`) slowed down as it ran: at least
+    :data:`SLOWED_REPORTS` progress reports, whose mean moment lies before
+    :data:`SLOWED_CENTER` of the way from the first to the last (a training loop logs every
+    so many steps, so its reports come further apart as its steps take longer: a GPU failing
+    slowly, held back by heat or its power brake, prints no error). A time limit that ended
+    such a job says it ran out of time, not why it needed more."""
+    return (
+        (pl.col("progress_reports").fill_null(0) >= SLOWED_REPORTS) & (pl.col("progress_center") < SLOWED_CENTER)
     ).fill_null(False)
 
 
@@ -603,9 +624,13 @@ def decide(
         .when(pl.col("n_symptoms").fill_null(0) > 0).then(pl.lit("unknown.symptoms_only"))
         .otherwise(pl.lit("unknown.no_evidence"))
     )
+    # A job that slowed down until its time limit ended it: the limit is why it stopped,
+    # nothing says why it slowed (a GPU failing slowly prints no error).
+    slowed_out = (log_root | by_state) & (cause == TIME_LIMIT) & slowed()
     quality = (
         pl.when(~pl.col("failed")).then(pl.lit("definitive"))
         .when(log_root & pl.col("ambiguous")).then(pl.lit("ambiguous"))
+        .when(slowed_out).then(pl.lit("insufficient"))
         .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late") & ~pl.col("late_rival").fill_null(False)
               & ~(stalled() & pl.col("cause").is_in([REASONLESS_CANCEL, TIME_LIMIT])))
         .then(pl.lit("definitive"))
@@ -642,7 +667,8 @@ def decide(
     )
     first_fault = pl.when(log_root).then(pl.col("root_ts")).when(by_state).then(pl.col("end_ts"))
     action = (
-        pl.when(log_root & (pl.col("root_action") != "none")).then(pl.col("root_action"))
+        pl.when(slowed_out).then(pl.lit(DEFAULT_ACTION["unknown"]))
+        .when(log_root & (pl.col("root_action") != "none")).then(pl.col("root_action"))
         .when(by_state & (pl.col("state_action") != "none")).then(pl.col("state_action"))
         .otherwise(pl.col("_domain").replace_strict(DEFAULT_ACTION, return_dtype=pl.String))
     )

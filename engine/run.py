@@ -205,8 +205,10 @@ def _counts(observations: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
     rows per ``(cluster, node, source, hour)`` (``attempt_id`` null) and rows tied to an
     attempt per ``(cluster, attempt_id, source, node)`` (``hour`` null), each per ``day``.
     An attempt's rows also say when its progress reports (:func:`_progress`) began and
-    ended, and in how many distinct seconds they came (``progress_first``,
-    ``progress_last``, ``progress_seconds``; null and 0 without any)."""
+    ended, in how many distinct seconds they came, and the sum of those seconds since the
+    epoch (``progress_first``, ``progress_last``, ``progress_seconds``, ``progress_sum_s``;
+    null and 0 without any): their mean says whether they thinned out (a job slowing down).
+    Sums and counts add up over files and days."""
     lf = observations.lazy()
     per_hour = (
         lf.filter(pl.col("attempt_id").is_null())
@@ -214,24 +216,26 @@ def _counts(observations: pl.LazyFrame | pl.DataFrame) -> pl.DataFrame:
         .len("rows")
         .with_columns(pl.lit(None, pl.String).alias("attempt_id"), pl.col("hour").dt.date().alias("day"),
                       *(pl.lit(None, TS_DTYPE).alias(name) for name in ("progress_first", "progress_last")),
-                      pl.lit(0, pl.UInt32).alias("progress_seconds"))
+                      pl.lit(0, pl.UInt32).alias("progress_seconds"), pl.lit(0, pl.Int64).alias("progress_sum_s"))
     )
     progress = pl.col("ts").filter("_progress")
+    seconds = progress.dt.truncate("1s").unique()
     per_attempt = (
         lf.filter(pl.col("attempt_id").is_not_null())
         .with_columns(_progress().alias("_progress"))
         .group_by("cluster", "attempt_id", "source", "node", pl.col("ts").dt.date().alias("day"))
         .agg(pl.len().alias("rows"), progress.min().alias("progress_first"), progress.max().alias("progress_last"),
-             progress.dt.truncate("1s").n_unique().cast(pl.UInt32).alias("progress_seconds"))
+             seconds.len().cast(pl.UInt32).alias("progress_seconds"),
+             seconds.dt.epoch("s").sum().cast(pl.Int64).alias("progress_sum_s"))
         .with_columns(pl.lit(None, TS_DTYPE).alias("hour"))
     )
     columns = ["cluster", "node", "source", "hour", "attempt_id", "rows", "progress_first", "progress_last",
-               "progress_seconds", "day"]
+               "progress_seconds", "progress_sum_s", "day"]
     # Sorted: the same lines give the same file (a hash grouping's order is not fixed).
     return pl.concat([per_hour.select(columns), per_attempt.select(columns)]).sort(columns, nulls_last=True).collect()
 
 
-COUNTS = Derivation("coverage-2", "observations", _counts)
+COUNTS = Derivation("coverage-3", "observations", _counts)
 """Coverage counts at landing: each observations file's :func:`_counts`, so that a run
 never reads the lines (bump the name's number when ``_counts`` changes)."""
 
@@ -253,14 +257,15 @@ def landing_lake(root: str | Path, pack: RulePack | None = None) -> Lake:
 def coverage_counts(lake: Lake, files: list[Path]) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The two kinds of counts coverage is computed from, for the observations ``files``:
     ``(cluster, node, source, hour, rows)`` and ``(cluster, attempt_id, source, node,
-    rows, progress_first, progress_last, progress_seconds)``, read from the files' landed
+    rows, progress_first, progress_last, progress_seconds, progress_sum_s)``, read from the files' landed
     counts where those exist. A key may repeat (one row per file that holds it):
     :func:`coverage_from_counts` sums them, so regrouping here would only cost a pass over
     every node-hour of the day."""
     counts = lake.read_derived(COUNTS, files)
     per_hour = counts.filter(pl.col("attempt_id").is_null()).select("cluster", "node", "source", "hour", "rows")
     per_attempt = counts.filter(pl.col("attempt_id").is_not_null()).select(
-        "cluster", "attempt_id", "source", "node", "rows", "progress_first", "progress_last", "progress_seconds")
+        "cluster", "attempt_id", "source", "node", "rows", "progress_first", "progress_last", "progress_seconds",
+        "progress_sum_s")
     return per_hour, per_attempt
 
 
@@ -390,21 +395,30 @@ def coverage_from_counts(
 
 def _progress_of(per_attempt: pl.DataFrame) -> pl.DataFrame:
     """Per attempt with progress reports (:func:`_counts`): when the last came
-    (``last_progress``), and the cadence (``progress_interval``) and number
-    (``progress_reports``, distinct seconds) of those of the node that printed the most:
-    whether the job stopped making progress long before it ended is the decide stage's
-    question (:func:`engine.decide.stalled`). Ranks of one node report one step in one
+    (``last_progress``), and the cadence (``progress_interval``), number
+    (``progress_reports``, distinct seconds) and centre (``progress_center``: where their
+    mean moment lies between the first and the last, 0 to 1) of those of the node that
+    printed the most: whether the job stopped making progress long before it ended
+    (:func:`engine.decide.stalled`), or slowed down (:func:`engine.decide.slowed`: reports
+    at a steady cadence centre at one half, reports that thin out as the steps slow centre
+    earlier), is the decide stage's question. Ranks of one node report one step in one
     second, and a node's reports may lie in several days' counts."""
     first, last, seconds = pl.col("progress_first"), pl.col("progress_last"), pl.col("progress_seconds")
+    total = pl.col("progress_sum_s")
+    span = last.dt.epoch("s") - first.dt.epoch("s")
     per_node = (
         per_attempt.filter(seconds > 0)
-        .group_by("attempt_id", "node").agg(first.min(), last.max(), seconds.sum())
-        .with_columns(pl.when(seconds > 1).then((last - first) / (seconds - 1)).alias("_interval"))
+        .group_by("attempt_id", "node").agg(first.min(), last.max(), seconds.sum(), total.sum())
+        .with_columns(
+            pl.when(seconds > 1).then((last - first) / (seconds - 1)).alias("_interval"),
+            pl.when(span > 0).then((total / seconds - first.dt.epoch("s")) / span).alias("_center"),
+        )
     )
     return per_node.group_by("attempt_id").agg(
         last.max().alias("last_progress"),
         pl.col("_interval").sort_by(seconds, "node").last().alias("progress_interval"),
         seconds.max().alias("progress_reports"),
+        pl.col("_center").sort_by(seconds, "node").last().alias("progress_center"),
     )
 
 

@@ -8,14 +8,14 @@ run."""
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import polars as pl
 import pytest
 
-from engine.decide import HUNG_BEFORE_LIMIT, stalled
-from engine.run import _counts
-from tests.end_to_end import progress, syslog, verdicts_by_job
+from engine.decide import HUNG_BEFORE_LIMIT, SLOWED_CENTER, slowed, stalled
+from engine.run import _counts, _progress_of
+from tests.end_to_end import LOSS_ITERATION, progress, syslog, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 900|900|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T12:00:05|m[1-2]|gres/gpu=4,node=2
@@ -24,6 +24,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 903|903|train|alice|CANCELLED by 1000|0:15|2026-11-20T08:00:00|2026-11-20T10:40:05|m[7-8]|gres/gpu=4,node=2
 904|904|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T12:00:05|m[9-10]|gres/gpu=4,node=2
 905|905|train|alice|CANCELLED by 1000|0:15|2026-11-20T08:00:00|2026-11-20T10:40:05|m[11-12]|gres/gpu=4,node=2
+906|906|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T12:00:05|m[13-14]|gres/gpu=4,node=2
 """
 # PyTorch 2.1's watchdog line, which carries no stamp of its own (pytorch/pytorch#118369).
 UNSTAMPED_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: "
@@ -31,6 +32,17 @@ UNSTAMPED_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caug
                      "1800033 milliseconds before timing out.")
 LIMIT = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T12:00:00 DUE TO TIME LIMIT ***"
 CANCEL = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T10:40:00 ***"
+
+
+def slowing_progress() -> str:
+    """Rank 0's reports every 100 iterations from 08:05 until the limit, the time per 100
+    growing from 2 to 5 minutes."""
+    moment, lines, n = datetime(2026, 11, 20, 8, 5), [], 0
+    while moment < datetime(2026, 11, 20, 12, 0):
+        n += 100
+        lines.append(LOSS_ITERATION.format(task=0, clock=moment.strftime("%H:%M:%S"), n=n, samples=n * 1024) + "\n")
+        moment += timedelta(minutes=2 + 3 * (moment - datetime(2026, 11, 20, 8, 5)) / timedelta(hours=4))
+    return "".join(lines)
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +56,8 @@ def verdicts(tmp_path_factory):
     # 903: progress stopped at 09:50; the user cancelled at 10:40.
     # 904: reports every 40 minutes, the last 45 minutes before the limit: not a stall.
     # 905: progress stopped at 09:50, every rank's watchdog timed out, the user cancelled at 10:40.
+    # 906: a report every 100 steps up to the limit, each 100 taking longer: 2 minutes at
+    #      first, 5 by the end (a GPU slowing down, with no error line).
     (logs / "slurm-900.out").write_text(progress("09:50") + LIMIT.format(job=900, node="m1") + "\n")
     (logs / "slurm-901.out").write_text(progress("09:50") + "".join(UNSTAMPED_TIMEOUT.format(r=r) + "\n" for r in range(4))
                                         + LIMIT.format(job=901, node="m3") + "\n")
@@ -52,7 +66,8 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-904.out").write_text(progress("11:15", every_minutes=40) + LIMIT.format(job=904, node="m9") + "\n")
     (logs / "slurm-905.out").write_text(progress("09:50") + "".join(UNSTAMPED_TIMEOUT.format(r=r) + "\n" for r in range(4))
                                         + CANCEL.format(job=905, node="m11") + "\n")
-    for i in range(1, 13):
+    (logs / "slurm-906.out").write_text(slowing_progress() + LIMIT.format(job=906, node="m13") + "\n")
+    for i in range(1, 15):
         (logs / f"m{i}.log").write_text(syslog(f"m{i}", ("07:50:00", "kernel: ok"), ("12:10:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
@@ -89,6 +104,13 @@ def test_a_cancellation_of_a_job_whose_watchdogs_reported_it_hung_is_no_root(ver
     assert v["recommended_action"] != "resubmit"
 
 
+def test_a_time_limit_that_ended_a_job_slowing_down_says_nothing_of_why(verdicts):
+    """The limit stopped it, but the job needed more time because its steps slowed: that is
+    the question, and nothing in the logs answers it."""
+    v = verdicts["906"]
+    assert (v["cause"], v["quality"], v["recommended_action"]) == ("scheduler.time_limit", "insufficient", "investigate")
+
+
 def test_progress_reports_are_counted_at_landing_by_distinct_second():
     """Every rank of a node prints the same report in one second: it counts once. Only
     reports stamped by their writer count, and only with the loss beside the step."""
@@ -115,3 +137,24 @@ def test_a_stall_is_long_against_both_the_reports_cadence_and_ten_minutes():
         "progress_reports": [50, 50, 50, 4],
     })
     assert frame.select(stalled().alias("stalled"))["stalled"].to_list() == [True, False, False, False]
+
+
+def test_reports_that_thin_out_say_the_job_slowed():
+    """Centred well before the middle of their span: the reports thinned out. A few reports
+    say nothing."""
+    frame = pl.DataFrame({"progress_reports": [60, 60, 5], "progress_center": [0.40, 0.50, 0.30]})
+    assert frame.select(slowed().alias("slowed"))["slowed"].to_list() == [True, False, False]
+    assert 0.4 < SLOWED_CENTER < 0.5
+
+
+def test_the_reports_centre_is_where_their_mean_moment_lies_in_their_span():
+    """Counted at landing as a sum of seconds (it adds up over files and days), read back as
+    a centre: steady reports centre at one half."""
+    at = datetime(2026, 11, 20, 9, 0, 0, tzinfo=UTC)
+    rows = pl.DataFrame({
+        "cluster": "c1", "attempt_id": "a", "source": "app", "node": "m1",
+        "ts": [at + timedelta(minutes=m) for m in (0, 10, 20, 30, 40)], "ts_source": "line",
+        "message": [f"iteration {n}/ 9 | lm loss: 2.9" for n in range(5)],
+    })
+    counts = _counts(rows)
+    assert _progress_of(counts)["progress_center"].to_list() == [0.5]
