@@ -18,7 +18,7 @@ def without_progress(per_attempt: pl.DataFrame) -> pl.DataFrame:
     :func:`engine.run.coverage_counts` gives them)."""
     return per_attempt.with_columns(
         pl.lit(None, TS_DTYPE).alias("progress_first"), pl.lit(None, TS_DTYPE).alias("progress_last"),
-        pl.lit(0, pl.UInt32).alias("progress_seconds"))
+        pl.lit(0, pl.UInt32).alias("progress_seconds"), pl.lit(0, pl.Int64).alias("progress_sum_s"))
 
 
 def test_failed_connector_is_in_the_coverage_until_a_later_ingest_succeeds(tmp_path):
