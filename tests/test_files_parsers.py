@@ -809,6 +809,29 @@ def test_ray_starts_plain_report_of_its_address_names_its_node_too(tmp_path):
     assert errors["node"].to_list() == ["gn042", "gn041", None]
 
 
+def test_the_raylets_forwarded_lines_keep_their_stamp_and_name_their_node_by_address(tmp_path):
+    """Ray's node daemon forwards its own lines to the driver behind ``(raylet, ip=…)`` (or
+    ``(raylet)`` for the driver's node), each with its C++ logger's stamp, level, pid and
+    thread: the stamp is the line's, and the address names the node as a worker's does."""
+    lines = [
+        "Starting WORKER 1 at gn022",
+        "2026-11-23 12:00:16,172\tINFO scripts.py:1047 -- Local node IP: 10.0.6.140",
+        # https://github.com/vllm-project/vllm/issues/738
+        "(raylet, ip=10.0.6.140) [2023-08-11 10:13:54,613 E 30 30] (raylet) node_manager.cc:3084: 1 Workers (tasks / "
+        "actors) killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+        "73fcbc20ed501941efd210b9f60a78dbec0cf0f75fec41d65f19b505, IP: 10.0.6.140) over the last time period.",
+        # https://github.com/hiyouga/EasyR1/issues/185
+        "(raylet) [2025-04-02 15:02:00,117 E 135782 135782] (raylet) node_manager.cc:3069: 1 Workers (tasks / actors) "
+        "killed due to memory pressure (OOM), 0 Workers crashed due to other reasons at node (ID: "
+        "351e406b196f66bb45eaad02a3b8b4725babfa8cc12949432f7ad7d8, IP: 10.95.143.76) over the last time period.",
+    ]
+    obs = read_log_file(write(tmp_path / "slurm-738.out", lines), year=2026, source="app").observations
+    assert obs["ts"].to_list()[-2:] == [datetime(2023, 8, 11, 10, 13, 54, 613000, tzinfo=UTC),
+                                        datetime(2025, 4, 2, 15, 2, 0, 117000, tzinfo=UTC)]
+    assert obs["node"].to_list()[-2:] == ["gn022", None]
+    assert obs["message"][2].startswith("(raylet) node_manager.cc:3084: 1 Workers")
+
+
 def test_a_script_that_starts_the_next_ray_node_before_the_last_reports_names_none(tmp_path):
     """``ray start`` runs in the background: when the next echo comes before the last
     node's report, the echo names the wrong node, and its addresses are not trusted."""

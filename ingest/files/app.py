@@ -20,7 +20,8 @@ Lines are free text behind optional prefixes, peeled off in this order:
    ``[2026-11-30 15:32:38,123]``, any ISO-8601 stamp (also behind a logger's tag, as
    TorchTitan's ``[titan] 2026-09-11 23:05:40,871 - …`` and the Transformers Trainer's
    ``[INFO|trainer.py:734] 2025-01-01 16:12:18,785 >> …``, or inside NeMo's
-   ``[NeMo I 2024-02-26 23:02:20 preprocess:289]``; GPFS's ``mmfs.log`` joins date and
+   ``[NeMo I 2024-02-26 23:02:20 preprocess:289]``, or Ray's C++ daemons' ``[2023-08-11
+   10:13:54,613 E 30 30]``, level, pid and thread after it; GPFS's ``mmfs.log`` joins date and
    time with ``_``: ``2024-11-23_01:18:31.152+0800: [E] …``), Python logging's US date
    ``05/10/2023 10:48:48 - INFO - …`` (Hugging Face's example scripts), rich's logging
    handler's ``[11/20/26 10:33:04]`` (its default ``[%x %X]``, two-digit year), abseil's
@@ -29,7 +30,8 @@ Lines are free text behind optional prefixes, peeled off in this order:
    ``[07/21 10:31:18 d2.utils.events]:`` or vLLM's ``INFO 07-23 19:34:48 [file.py:289]``
    (no year either), after any process tag Ray and vLLM print (``(VllmWorker rank=3
    pid=406) ``; a Ray worker's tag comes before even the torchrun prefix:
-   ``(WorkerDict pid=78830, ip=10.20.0.33) [rank9]:[E1123 …]``);
+   ``(WorkerDict pid=78830, ip=10.20.0.33) [rank9]:[E1123 …]``; Ray's node daemon's is
+   ``(raylet, ip=10.0.6.140) ``);
 4. NCCL's ``host:pid:tid [dev] `` (host → ``node``, program ``nccl``).
 
 NVIDIA's fabric manager log stamps each line ``[Oct 31 2023 21:11:20] [ERROR] [tid 527118]
@@ -75,7 +77,7 @@ STAMP = (
     r" *(?:"
     r"[IWEF]0000 00:00:(?P<epoch>[0-9]{9,10}(?:\.[0-9]{1,6})?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
     r"|\[?[IWEF](?P<gmon>[0-9]{1,2})(?P<gday>[0-9]{2}) (?P<gtime>[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?)(?: +[0-9]+)? [^\s\]]+:[0-9]+\]"
-    r"|(?:\[[A-Za-z][\w.|:-]*\] |\[NeMo [DIWEC] )?\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T _][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)(?: [A-Za-z_][\w.]*:[0-9]+\]| >>)?\]?:?"
+    r"|(?:\[[A-Za-z][\w.|:-]*\] |\[NeMo [DIWEC] )?\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T _][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)(?: [A-Za-z_][\w.]*:[0-9]+\]| >>| [DIWEF] [0-9]+ [0-9]+\])?\]?:?"
     r"|(?P<usdate>[0-9]{2}/[0-9]{2}/[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}) -"
     r"|\[(?P<richdate>[0-9]{2}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})\]"
     r"|\[(?P<dmon>[0-9]{2})/(?P<dday>[0-9]{2}) (?P<dtime>[0-9]{2}:[0-9]{2}:[0-9]{2})(?: [\w.]+)?\]:?"
@@ -83,11 +85,12 @@ STAMP = (
     r" \[?[^\s\]]+:[0-9]+\]"
     r") ?"
 )
-PROCESS = r"\([A-Za-z][A-Za-z0-9_]*(?: rank=[0-9]+)? pid=[0-9]+(?:, ip=(?P<{ip}>[0-9.]+))?\) "
+PROCESS = r"\((?:[A-Za-z][A-Za-z0-9_]*(?: rank=[0-9]+)? pid=[0-9]+|raylet)(?:, ip=(?P<{ip}>[0-9.]+))?\) "
 """The process tag Ray and vLLM put before a worker's lines (``(VllmWorker rank=3 pid=406) ``,
 ``(EngineCore_DP0 pid=2003562) ``, ``(train_rft pid=2657296) ``); a Ray worker on another
 node than the driver's adds its address (``(RayWorkerWrapper pid=89382, ip=172.16.4.22) ``),
-captured in the group named by ``{ip}``."""
+captured in the group named by ``{ip}``. Ray's node daemon forwards its own lines under
+``(raylet) `` (the driver's node) or ``(raylet, ip=10.0.6.140) ``."""
 NCCL_ADDRESS = r"(?:Bootstrap : Using|NET/IB : Using|NET/Socket : Using)(?:[^;<]*; OOB)? (?:\[[0-9]+\])?[\w.-]+:([0-9.]+)<"
 """NCCL's banner naming the node's own bootstrap or out-of-band address (``NCCL INFO
 Bootstrap : Using ib0:10.0.0.3<0>``, ``NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.3<0>``):
