@@ -25,6 +25,14 @@ a stack only counts for one silent rank: its node's other ranks were in the coll
 so the process stuck elsewhere was the silent one (a stack naming another rank does not
 count); a whole node gone silent is more likely the node's own trouble.
 
+A shared filesystem that stalled under the silent rank (a checkpoint or dataset read that
+hung in the kernel) is reported by its clients: when the silent node and at least one other
+node of the attempt reported storage trouble (:data:`STORAGE_REPORTS`: a Lustre RPC timed
+out on a slow reply, an NFS server not responding) while the others waited, every client
+saw the filesystem stall, and the rank only waited on it. Those reports become the root
+candidates (a shared service several nodes report names no node) and the straggler event
+context.
+
 A node the others waited for that reported its CPUs stuck (soft lockups under a minute,
 ``context`` on their own: a busy node prints them too), a task blocked for minutes, or
 its CPUs or GPUs slowed by heat or a power brake (:data:`WAIT_REPORTS`) between the start
@@ -47,6 +55,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from engine.config import NODE_LOG_SOURCES
 from engine.rules.python_rules import COLLECTIVE_TIMEOUT_EVENT, SLOWDOWN_CAUSES, new_events, rooted_attempts, with_role
 from ingest.schema import processes_per_node
 
@@ -72,6 +81,14 @@ WAIT_REPORTS = (
 came: its CPUs stuck, a task blocked in the kernel, its CPUs or GPUs throttled (the kernel's
 thermal throttle, DCGM's or the driver's slowdown reports, DCGM's temperature gauge above
 its slowdown point: ``host.yaml``, ``gpu_health.yaml``, ``metrics.yaml``)."""
+
+
+STORAGE_REPORTS = (
+    (pl.col("domain") == "storage") & pl.col("role").is_in(["cascade", "context"]) & pl.col("node").is_not_null()
+    & pl.col("source").is_in(NODE_LOG_SOURCES)
+)
+"""A node's kernel reporting its filesystem client's trouble (``storage.yaml``), a cascade
+or context on its own: a slow reply now and then is the load of a busy filesystem."""
 
 
 def _world(attempts: pl.DataFrame) -> pl.DataFrame:
@@ -173,7 +190,29 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         pl.concat([events, added]),
         first.filter(pl.col("_alone")).select("attempt_id", "_node", "_rank", began.alias("_began")),
     )
-    return _stalls_as_roots(events, waited)
+    return _stalls_as_roots(_storage_stalls_as_roots(events, waited), waited)
+
+
+def _storage_stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the storage reports (:data:`STORAGE_REPORTS`) made during the wait
+    made root candidates, and the straggler event context, in each attempt of ``waited``
+    (per attempt: the silent node, when the collective began and when the first timeout
+    was printed) where the silent node and another node made some."""
+    reports = _in_wait(
+        events.with_row_index("_row").filter(STORAGE_REPORTS).select("_row", "attempt_id", "node", "ts", "last_ts"),
+        waited, ["attempt_id"],
+    )
+    stalled = (
+        reports.group_by("attempt_id")
+        .agg((pl.col("node") == pl.col("_node")).any().alias("_silent_too"), pl.col("node").n_unique().alias("_nodes"))
+        .filter(pl.col("_silent_too") & (pl.col("_nodes") > 1))
+    )
+    if stalled.is_empty():
+        return events
+    promoted = pl.int_range(events.height, eager=True).is_in(
+        reports.join(stalled, on="attempt_id", how="semi")["_row"].implode())
+    straggler = (pl.col("rule_id") == RULE_ID) & pl.col("attempt_id").is_in(stalled["attempt_id"].implode())
+    return with_role(with_role(events, promoted, "root_candidate"), straggler, "context")
 
 
 def _in_wait(reports: pl.DataFrame, waited: pl.DataFrame, on: list[str]) -> pl.DataFrame:

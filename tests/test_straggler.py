@@ -43,6 +43,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 624|624|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[55-56]|gres/gpu=4,node=2
 625|625|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[57-58]|gres/gpu=4,node=2
 626|626|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[59-60]|gres/gpu=4,node=2
+627|627|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[61-62]|gres/gpu=4,node=2
+628|628|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[63-64]|gres/gpu=4,node=2
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -55,6 +57,10 @@ SOFT_LOCKUP = "kernel: watchdog: BUG: soft lockup - CPU#18 stuck for 27s! [pytho
 # The kernel's hung-task report (its format as pop-os/system76-power#179 shows it) of a
 # training process blocked in the kernel.
 HUNG = "kernel: INFO: task python3:47696 blocked for more than 122 seconds."
+# A Lustre client's metadata request that got no timely answer (aws/aws-parallelcluster#2701).
+SLOW_REPLY = ("kernel: Lustre: 3315:0:(client.c:2116:ptlrpc_expire_one_request()) @@@ Request sent has timed out for "
+              "slow reply: [sent 1619790610/real 1619790610]  req@0000000052a0ed37 x1698193162592192/t0(0) "
+              "o38->no2zxbmv-MDT0000-mdc-000000001785e248@10.0.47.232@tcp:12/10 lens 520/544 e 0 to 1")
 # The watchdog line of older PyTorch, without a stamp (https://github.com/aioz-ai/GCD/issues/6).
 # py-spy's dump of a process waiting for its DataLoader's next batch, as the BigScience
 # 176B chronicles show it (bigscience-workshop/bigscience, tr11-176B-ml/chronicles.md).
@@ -188,7 +194,13 @@ def verdicts(tmp_path_factory):
                                         + dump(0, ("[rank0]:" + line for line in TRACEBACK)))
     (logs / "slurm-626.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3))
                                         + dump(0, PY_SPY_DUMP))
-    for node in ("n43", "n45", "n47", "n49", *(f"n{i}" for i in range(51, 61))):
+    # 627: rank 0 silent while both nodes' Lustre clients timed out on the metadata target
+    # (rank 0 writing a checkpoint on a stalled filesystem); 628: only the silent node's did.
+    for job, nodes in (("627", ("n61", "n62")), ("628", ("n63",))):
+        (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3)))
+        for node in nodes:
+            (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:31:30", SLOW_REPLY)))
+    for node in ("n43", "n45", "n47", "n49", *(f"n{i}" for i in range(51, 61)), "n64"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
@@ -282,6 +294,20 @@ def test_a_filesystem_reported_lost_after_its_timeout_is_the_hangs_root(verdicts
     that came too late to have hung the job, and not rank 0's own code."""
     v = verdicts["608"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.filesystem_unavailable", [])
+
+
+def test_a_filesystem_every_client_saw_stall_while_the_others_waited_is_the_hangs_root(verdicts):
+    """Rank 0 waited on the filesystem, as both nodes' clients say: the metadata target's,
+    on no node; the silent rank is only named."""
+    v = verdicts["627"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.lustre_error", [])
+    assert role_of(v, "straggler_rank") == "context"
+
+
+def test_a_slow_reply_on_the_silent_node_alone_leaves_the_straggler(verdicts):
+    """One client's slow reply is the load of a busy filesystem as often as a stall."""
+    v = verdicts["628"]
+    assert (v["domain"], v["cause"], v["culprit_ranks"]) == ("workload", "workload.straggler_rank", [0])
 
 
 def test_a_time_limit_long_after_the_hang_only_stopped_the_job(verdicts):
