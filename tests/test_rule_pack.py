@@ -214,6 +214,18 @@ def test_dataloader_timeout_on_one_rank_is_the_root_of_the_peers_watchdog(pack: 
     assert _role(correlated, "comm.nccl_watchdog_timeout") == {"cascade"}
 
 
+def test_a_dataloader_timeout_on_a_node_whose_filesystem_stopped_answering_is_the_outages(pack: RulePack) -> None:
+    """The loader waited on the storage: its timeout, printed long after the server went, is
+    the outage's symptom. On a node whose filesystem answered, it stays the job's root."""
+    nfs = "kernel: nfs: server 192.168.1.229 not responding, still trying"  # kangear/tiny210v2-uboot#5
+    timeout = "RuntimeError: DataLoader timed out after 300 seconds"  # ray-project/ray#52641
+    verdict, correlated = _scenario(pack, [(1500, "n1", False, nfs), (1810, "n1", True, timeout)])
+    assert (verdict["domain"], verdict["cause"]) == ("storage", "storage.filesystem_unavailable")
+    assert _role(correlated, "framework.dataloader_timeout") == {"cascade"}
+    elsewhere, correlated = _scenario(pack, [(1500, "n2", False, nfs), (1810, "n1", True, timeout)])
+    assert _role(correlated, "framework.dataloader_timeout") == {"root_candidate"}
+
+
 def test_gpu_fault_outranks_the_cuda_oom_it_causes(pack: RulePack) -> None:
     verdict, correlated = _scenario(pack, [
         # https://github.com/leptonai/gpud/pull/1174
