@@ -30,7 +30,8 @@ to it or to another report it stands for, a scheduler state with the same cause 
 state rule ``agrees_with``, or NODE_FAIL for an infrastructure root) and complete coverage;
 a root without corroboration, a fallback root, a root with a log source missing, or a
 workload root whose node reports a hardware fault stamped within its grace after the end
-is ``probable``; a fallback root with a log source missing is ``insufficient``.
+is ``probable``; a fallback root with a log source missing, or the scheduler's end of a
+job that had stalled or slowed down, is ``insufficient``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import pyarrow as pa
 
 from engine.config import NODE_LOG_SOURCES, EngineConfig
 from engine.rules.loader import RulePack
-from engine.rules.python_rules import origin_position, with_role
+from engine.rules.python_rules import SLOW_FAULT_CAUSES, origin_position, with_role
 from ingest.files.common import TS_DTYPE
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
 
@@ -136,9 +137,10 @@ def with_progress(coverage: pl.DataFrame) -> pl.DataFrame:
         pl.lit(None, dtype).alias(name) for name, dtype in PROGRESS_COLUMNS.items() if name not in coverage.columns)
 
 
-ENDED_HUNG_STATES = ("timeout", "cancelled")
+ENDED_HUNG_STATES = ("timeout", "cancelled", "preempted")
 """Scheduler states that only stop a job (its time limit, a cancellation that gives no
-reason): no fallback root for a job already hung (:func:`hung_before_the_end`)."""
+reason, a preemption or requeue): no fallback root for a job already hung
+(:func:`hung_before_the_end`)."""
 
 
 def hung_before_the_end(events: pl.DataFrame, attempts: pl.DataFrame, coverage: pl.DataFrame) -> pl.DataFrame:
@@ -175,24 +177,32 @@ def demote_outworked_roots(events: pl.DataFrame, coverage: pl.DataFrame, fail_at
 
     ``coverage``: per attempt, with :data:`PROGRESS_COLUMNS`. An attempt whose progress
     reports (a stamped step and its loss) went on more than ``fail_at_once`` after a root
-    candidate could have been printed (its ``ts_hi``) trained through that fault: another
+    candidate could have been printed (its ``ts_hi``, or its last repeat's stamp for a
+    flood: a CPU throttled all run never passed) trained through that fault: another
     user's GPU on a shared node falling off the bus, one GSP timeout of a monitoring
     ``nvidia-smi`` call. When another root candidate was printed more than ``fail_at_once``
     after it, that one ended the attempt (a CUDA out-of-memory error 40 minutes later) and
     the earlier fault is context; with none after it, nothing else explains the failure
     and the fault stays (as :func:`engine.relabel.demote_outlived_roots` keeps a fault that
     passes by itself). Progress is the attempt's as a whole: a collective job only reports a
-    step its every rank took."""
+    step its every rank took. A fault that only slows a job (:data:`SLOW_FAULT_CAUSES`) is
+    one it goes on reporting through: never outworked."""
     root = pl.col("role") == "root_candidate"
+    outworkable = root & ~pl.col("cause").is_in(SLOW_FAULT_CAUSES)
     progress = coverage.select("attempt_id", "last_progress").drop_nulls()
     if progress.is_empty() or not events.select(root.any()).item():
         return events
-    roots = events.filter(root).select("_row", "attempt_id", "ts", "ts_hi").join(progress, on="attempt_id")
+    # A fault repeated (a flood's ``last_ts``: a CPU throttled all run) lasted until its
+    # last repeat: the job went on working through it only if it went on past that.
+    roots = events.filter(root).select(
+        "_row", "attempt_id", "ts", pl.max_horizontal("ts_hi", "last_ts").alias("_lasted"),
+        outworkable.alias("_outworkable"),
+    ).join(progress, on="attempt_id")
     last_root = roots.group_by("attempt_id").agg(pl.col("ts").max().alias("_last_root"))
-    since = pl.col("ts_hi") + fail_at_once
+    since = pl.col("_lasted") + fail_at_once
     outworked = (
         roots.join(last_root, on="attempt_id")
-        .filter((pl.col("last_progress") > since) & (pl.col("_last_root") > since))["_row"]
+        .filter(pl.col("_outworkable") & (pl.col("last_progress") > since) & (pl.col("_last_root") > since))["_row"]
     )
     return with_role(events, pl.col("_row").is_in(outworked.implode()), "context")
 
@@ -527,7 +537,9 @@ def decide(
     events. ``coverage``: ``attempt_id``, ``coverage`` (list of structs) and
     ``coverage_complete`` (bool), and the attempt's progress reports where known
     (:data:`PROGRESS_COLUMNS`: a cancellation or a time limit that ended a job which had
-    :func:`stalled` is never ``definitive``: it only stopped a job no longer working).
+    :func:`stalled`, or a time limit that ended one which had :func:`slowed`, is
+    ``insufficient``, action ``investigate``: it only stopped a job no longer working, or no
+    longer working at its pace, and nothing says why).
     ``pack``: its state rules give the fallback roots, its outcomes' ``names_node`` which
     roots name no culprit node. ``idle``: the extracted
     events the attempts were correlated from, whose lines no attempt holds are read for
@@ -624,15 +636,16 @@ def decide(
         .when(pl.col("n_symptoms").fill_null(0) > 0).then(pl.lit("unknown.symptoms_only"))
         .otherwise(pl.lit("unknown.no_evidence"))
     )
-    # A job that slowed down until its time limit ended it: the limit is why it stopped,
-    # nothing says why it slowed (a GPU failing slowly prints no error).
-    slowed_out = (log_root | by_state) & (cause == TIME_LIMIT) & slowed()
+    # A job that slowed down until its time limit ended it, or stopped reporting progress
+    # long before the limit or a cancellation ended it: the scheduler's end is why it
+    # stopped, nothing says why it slowed or stalled (a GPU failing slowly prints no error).
+    slowed_out = (log_root | by_state) & (
+        ((cause == TIME_LIMIT) & slowed()) | (cause.is_in([REASONLESS_CANCEL, TIME_LIMIT]) & stalled()))
     quality = (
         pl.when(~pl.col("failed")).then(pl.lit("definitive"))
         .when(log_root & pl.col("ambiguous")).then(pl.lit("ambiguous"))
         .when(slowed_out).then(pl.lit("insufficient"))
-        .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late") & ~pl.col("late_rival").fill_null(False)
-              & ~(stalled() & pl.col("cause").is_in([REASONLESS_CANCEL, TIME_LIMIT])))
+        .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late") & ~pl.col("late_rival").fill_null(False))
         .then(pl.lit("definitive"))
         .when(log_root).then(pl.lit("probable"))
         .when(by_state & pl.col("complete")).then(pl.lit("probable"))

@@ -374,9 +374,10 @@ its server after the major timeout (about 180 s with the default ``timeo`` and
 ``retrans``), while the rank writing the checkpoint has been stuck all along."""
 
 
-LATE_ENDS = (REASONLESS_CANCEL, "scheduler.time_limit")
-"""Causes of the scheduler ending a job (a bare cancellation, the time limit) that only
-stopped it, when they came long after its collective hung (:func:`demote_roots_after_the_hang`)."""
+LATE_ENDS = (REASONLESS_CANCEL, "scheduler.time_limit", "scheduler.preempted")
+"""Causes of the scheduler ending a job (a bare cancellation, the time limit, a preemption)
+that only stopped it, when they came long after its collective hung
+(:func:`demote_roots_after_the_hang`)."""
 
 
 def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
@@ -389,10 +390,11 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     it may report the stall itself (``DataLoader timed out after 300 seconds``). A report of
     how long the fault had lasted when it was printed (a CPU "stuck for 74s") dates it by
     its onset (:func:`_onset`). So is a scheduler's end of the job stamped that late
-    (:data:`LATE_ENDS`: ``scancel``'s banner, the time limit's): someone, or the clock,
-    stopped a job that was already stuck (ranks that keep waiting once their watchdog
-    fired, with ``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``, until the limit ends them); nor is
-    the scheduler's record of either the fallback root (:func:`engine.decide.hung_before_the_end`).
+    (:data:`LATE_ENDS`: ``scancel``'s banner, the time limit's, a preemption's): someone,
+    the clock or the scheduler stopped a job that was already stuck (ranks that keep waiting
+    once their watchdog fired, with ``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``, until the limit
+    ends them); nor is the scheduler's record of any of them the fallback root
+    (:func:`engine.decide.hung_before_the_end`).
 
     A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
     another node's, or none) stays: that rank is the one the others waited for, and its

@@ -16,7 +16,7 @@ from engine.run import landing_lake, run_attribution
 from ingest.connectors import run_connector
 from ingest.connectors.slurm import SlurmConnector, SlurmOptions
 from ingest.files import land_log_files
-from tests.end_to_end import ALIVE, ITERATION, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, ITERATION, progress, syslog, verdicts_by_job
 
 # https://github.com/NVIDIA/DCGM/issues/270 (nv-hostengine's health watch, GPU by index)
 THERMAL = ("nv-hostengine[33903]: ERROR [1514002:1514004] [[Health]] Detected a WARNING in health system Thermal: "
@@ -45,15 +45,17 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 """
 
 
-def _verdict(tmp_path, job: str, f2_lines: tuple[tuple[str, str], ...]) -> dict:
+def _verdict(tmp_path, job: str, f2_lines: tuple[tuple[str, str], ...], reports: str | None = None) -> dict:
+    """The verdict of a two-node run that hit its time limit at 14:00, f2's log holding
+    ``f2_lines``; ``reports``: the output's progress lines (two iteration lines without a
+    loss by default)."""
     logs = tmp_path / "logs"
     logs.mkdir()
     (logs / "f1.log").write_text(syslog("f1", ("10:05:00", ALIVE), ("13:55:00", ALIVE)))
     (logs / "f2.log").write_text(syslog("f2", ("10:05:00", ALIVE), *f2_lines, ("13:55:00", ALIVE)))
-    (logs / f"slurm-{job}.out").write_text(
-        f"0: [2026-11-20 10:10:00,000] {ITERATION}\n0: [2026-11-20 13:59:00,000] {ITERATION}\n"
-        f"{TIME_LIMIT.format(job=job)}\n"
-    )
+    if reports is None:
+        reports = f"0: [2026-11-20 10:10:00,000] {ITERATION}\n0: [2026-11-20 13:59:00,000] {ITERATION}\n"
+    (logs / f"slurm-{job}.out").write_text(f"{reports}{TIME_LIMIT.format(job=job)}\n")
     return verdicts_by_job(tmp_path, SACCT.format(job=job), logs, date(2026, 11, 20))[job]
 
 
@@ -83,6 +85,14 @@ def test_a_node_whose_cpus_ran_hot_over_most_of_a_timed_out_run_is_its_probable_
     v = _verdict(tmp_path, "703", hot)
     assert (v["domain"], v["cause"], v["quality"], v["culprit_nodes"]) == (
         "host", "host.cpu_thermal_throttle", "probable", ["f2"])
+
+
+def test_a_node_hot_all_run_while_the_job_kept_reporting_progress_is_still_its_root(tmp_path):
+    """The job trained through the throttle only in the sense that it never stopped: the
+    throttle lasted until the end, so it is no fault the job outlived."""
+    hot = tuple((f"{h}:{m:02d}:00", CPU_HOT.format(n=h * 100 + m)) for h in range(10, 14) for m in (10, 40))
+    v = _verdict(tmp_path, "709", hot, reports=progress("13:55", every_minutes=5, since="10:05"))
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.cpu_thermal_throttle", ["f2"])
 
 
 def test_a_gpu_dcgm_measured_hot_over_most_of_a_timed_out_run_is_its_probable_root(tmp_path):

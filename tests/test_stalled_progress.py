@@ -72,11 +72,13 @@ def verdicts(tmp_path_factory):
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
-def test_a_time_limit_that_ended_a_stalled_job_is_not_definitive(verdicts):
+def test_a_time_limit_that_ended_a_stalled_job_says_nothing_of_why_it_stalled(verdicts):
     """More time might have helped a job in a long silent phase (an evaluation), so the
-    limit stays its root, but not as a certainty."""
+    limit stays its root; but the job had stopped reporting for two hours, and nothing
+    says why: more time is not the answer to look for."""
     v = verdicts["900"]
-    assert (v["domain"], v["cause"], v["quality"]) == ("scheduler", "scheduler.time_limit", "probable")
+    assert (v["domain"], v["cause"], v["quality"], v["recommended_action"]) == (
+        "scheduler", "scheduler.time_limit", "insufficient", "investigate")
 
 
 def test_unstamped_timeouts_after_the_progress_stopped_say_the_job_hung_long_before_its_limit(verdicts):
@@ -92,9 +94,10 @@ def test_a_job_that_made_progress_up_to_its_limit_ran_out_of_time(verdicts):
             "scheduler.time_limit", "definitive", "increase_time_limit"), job
 
 
-def test_a_cancellation_of_a_stalled_job_is_not_definitive(verdicts):
+def test_a_cancellation_of_a_stalled_job_says_nothing_of_why_it_stalled(verdicts):
     v = verdicts["903"]
-    assert (v["domain"], v["cause"], v["quality"]) == ("scheduler", "scheduler.cancelled", "probable")
+    assert (v["domain"], v["cause"], v["quality"], v["recommended_action"]) == (
+        "scheduler", "scheduler.cancelled", "insufficient", "investigate")
 
 
 def test_a_cancellation_of_a_job_whose_watchdogs_reported_it_hung_is_no_root(verdicts):

@@ -87,6 +87,10 @@ their own (the rules that promote them: ``fail_slow.py``, ``straggler.py``): a G
 (``gpu_health.yaml``), a GPU's temperature above its slowdown point in DCGM's metrics
 (``metrics.yaml``: one event per hot spell, its ``last_ts`` the spell's last sample), a
 node's CPUs' (``host.yaml``)."""
+SLOW_FAULT_CAUSES = (*SLOWDOWN_CAUSES, "gpu.straggler", "host.pcie_link_degraded")
+"""The causes of the faults that only slow a job down (``fail_slow.py``'s roots: a GPU or
+CPU held back by heat, the rank Megatron-LM names slowest, a GPU's link trained narrow): the
+job goes on reporting progress through them, so going on is no sign it outlived them."""
 
 
 @dataclass(frozen=True)
