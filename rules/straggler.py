@@ -33,6 +33,11 @@ saw the filesystem stall, and the rank only waited on it. Those reports become t
 candidates (a shared service several nodes report names no node) and the straggler event
 context.
 
+Several whole nodes silent (every rank of each, while the others timed out) name no
+straggler; but what each of them reported while the others waited (:data:`WAIT_REPORTS`)
+becomes its root candidates as a single silent node's do: two nodes whose CPUs locked up
+together are why the collective never completed.
+
 A node the others waited for that reported its CPUs stuck (soft lockups under a minute,
 ``context`` on their own: a busy node prints them too), a task blocked for minutes, or
 its CPUs or GPUs slowed by heat or a power brake (:data:`WAIT_REPORTS`) between the start
@@ -158,6 +163,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         events, firsts.join(everyone, on="attempt_id", how="semi").select("attempt_id", began.alias("_began"))
         .join(noticed, on="attempt_id"),
     )
+    events = _stalls_as_roots(events, _silent_nodes(world.join(missing, on="attempt_id", how="anti")).join(
+        firsts.select("attempt_id", began.alias("_began")), on="attempt_id").join(noticed, on="attempt_id"))
     if missing.is_empty():
         return events
     first = firsts.join(missing, on="attempt_id")
@@ -213,6 +220,20 @@ def _storage_stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.D
         reports.join(stalled, on="attempt_id", how="semi")["_row"].implode())
     straggler = (pl.col("rule_id") == RULE_ID) & pl.col("attempt_id").is_in(stalled["attempt_id"].implode())
     return with_role(with_role(events, promoted, "root_candidate"), straggler, "context")
+
+
+def _silent_nodes(world: pl.DataFrame) -> pl.DataFrame:
+    """``attempt_id`` and ``_node`` of each node of ``world``'s attempts (its ``nodes``,
+    ``_per_node`` and ``_missing`` ranks) none of whose ranks reported a timeout."""
+    silent = (
+        world.select("attempt_id", "nodes", "_per_node", pl.col("_missing").alias("_rank")).explode("_rank")
+        .drop_nulls("_rank")
+        .group_by("attempt_id", (pl.col("_rank") // pl.col("_per_node")).alias("_index"))
+        .agg(pl.len().alias("_silent"), pl.col("_per_node").first(), pl.col("nodes").first())
+        .filter(pl.col("_silent") == pl.col("_per_node"))
+    )
+    return silent.select("attempt_id", pl.col("nodes").list.get(pl.col("_index"), null_on_oob=True).alias("_node")) \
+        .drop_nulls("_node")
 
 
 def _in_wait(reports: pl.DataFrame, waited: pl.DataFrame, on: list[str]) -> pl.DataFrame:

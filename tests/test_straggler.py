@@ -46,6 +46,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 627|627|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[61-62]|gres/gpu=4,node=2
 628|628|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[63-64]|gres/gpu=4,node=2
 629|629|train|alice|PREEMPTED|0:15|2026-11-20T10:00:00|2026-11-20T10:58:05|n[65-66]|gres/gpu=4,node=2
+630|630|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[67-69]|gres/gpu=6,node=3
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -130,6 +131,10 @@ def verdicts(tmp_path_factory):
     (logs / "n26.log").write_text(syslog("n26", ("10:29:00", "kernel: ok"), ("10:31:10", SOFT_LOCKUP)))
     (logs / "slurm-610.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
                                         + cancel.format(job=610, node="n27"))
+    # 630: n68 and n69 both silent (ranks 2-5), their CPUs locked up while n67's ranks waited.
+    (logs / "slurm-630.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
+    for node in ("n68", "n69"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:31:10", SOFT_LOCKUP)))
     # 629: 610's hang, ended by a preemption eighteen minutes after the watchdog fired.
     (logs / "slurm-629.out").write_text(
         "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
@@ -205,7 +210,7 @@ def verdicts(tmp_path_factory):
         (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3)))
         for node in nodes:
             (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:31:30", SLOW_REPLY)))
-    for node in ("n43", "n45", "n47", "n49", *(f"n{i}" for i in range(51, 61)), "n64", "n65", "n66"):
+    for node in ("n43", "n45", "n47", "n49", *(f"n{i}" for i in range(51, 61)), "n64", "n65", "n66", "n67"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
@@ -313,6 +318,11 @@ def test_a_slow_reply_on_the_silent_node_alone_leaves_the_straggler(verdicts):
     """One client's slow reply is the load of a busy filesystem as often as a stall."""
     v = verdicts["628"]
     assert (v["domain"], v["cause"], v["culprit_ranks"]) == ("workload", "workload.straggler_rank", [0])
+
+
+def test_two_silent_nodes_whose_cpus_locked_up_while_the_others_waited_are_the_root(verdicts):
+    v = verdicts["630"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.cpu_stall", ["n68", "n69"])
 
 
 def test_a_preemption_long_after_the_hang_only_stopped_the_job(verdicts):
