@@ -278,8 +278,8 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     ``NET/IB`` retry errors: the flap did break the job's traffic, though the watchdog
     noticed only later).
 
-    So is such an outage when another root candidate of the attempt may have been printed
-    more than :data:`FELT_WITHIN` after it ended (its ``ts_hi``: a CUDA out-of-memory error
+    So is such an outage when another root candidate of the attempt (not the scheduler's end
+    of the job, :data:`LATE_ENDS`) may have been printed more than :data:`FELT_WITHIN` after it ended (its ``ts_hi``: a CUDA out-of-memory error
     in a job output without a single stamp may lie anywhere up to the attempt's end): that
     root explains the failure, and nothing the job printed ties the failure to the flap.
 
@@ -324,8 +324,10 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     # Another root candidate that may have been printed well after the link came back (an
     # unstamped CUDA error in an output with no stamp at all lies anywhere up to the
     # attempt's end) explains the failure as well, and nothing ties the failure to the flap.
+    # The scheduler's end of the job (its time limit, a cancel, a preemption: LATE_ENDS) is
+    # no rival: it explains when the job stopped, not why it failed.
     rivals = (
-        outaged.filter((pl.col("role") == "root_candidate") & ~is_down)
+        outaged.filter((pl.col("role") == "root_candidate") & ~is_down & ~pl.col("cause").is_in(LATE_ENDS))
         .group_by("attempt_id").agg(pl.col("ts_hi").max().alias("_rival"))
     )
     # A confirmed outage keeps every outage of its node in the attempt: the kernel reports

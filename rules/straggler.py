@@ -163,8 +163,10 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         events, firsts.join(everyone, on="attempt_id", how="semi").select("attempt_id", began.alias("_began"))
         .join(noticed, on="attempt_id"),
     )
-    events = _stalls_as_roots(events, _silent_nodes(world.join(missing, on="attempt_id", how="anti")).join(
-        firsts.select("attempt_id", began.alias("_began")), on="attempt_id").join(noticed, on="attempt_id"))
+    # Several whole nodes silent: no straggler, but each one's stalls while the others waited.
+    several = _silent_nodes(world.join(missing, on="attempt_id", how="anti"))
+    events = _stalls_as_roots(events, several.join(firsts.select("attempt_id", began.alias("_began")), on="attempt_id")
+                              .join(noticed, on="attempt_id"))
     if missing.is_empty():
         return events
     first = firsts.join(missing, on="attempt_id")
@@ -232,8 +234,8 @@ def _silent_nodes(world: pl.DataFrame) -> pl.DataFrame:
         .agg(pl.len().alias("_silent"), pl.col("_per_node").first(), pl.col("nodes").first())
         .filter(pl.col("_silent") == pl.col("_per_node"))
     )
-    return silent.select("attempt_id", pl.col("nodes").list.get(pl.col("_index"), null_on_oob=True).alias("_node")) \
-        .drop_nulls("_node")
+    return silent.select(
+        "attempt_id", pl.col("nodes").list.get(pl.col("_index"), null_on_oob=True).alias("_node")).drop_nulls("_node")
 
 
 def _in_wait(reports: pl.DataFrame, waited: pl.DataFrame, on: list[str]) -> pl.DataFrame:

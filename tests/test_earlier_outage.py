@@ -37,6 +37,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 841|841|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:47:00|k[23-24]|gres/gpu=16,node=2
 842|842|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:50:00|k[25-26]|gres/gpu=16,node=2
 843|843|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:50:00|k[27-28]|gres/gpu=16,node=2
+844|844|train|alice|TIMEOUT|0:0|2026-11-20T10:00:00|2026-11-20T14:00:05|k[29-30]|gres/gpu=16,node=2
 """
 # Horovod's word on the other ranks once one failed, behind Open MPI's --tag-output prefix
 # (horovod/horovod#3412).
@@ -155,6 +156,15 @@ def verdicts(tmp_path_factory):
         oom = f"[1,10]<stderr>:{CUDA_OOM}\n" if job == "839" else ""
         (logs / f"slurm-{job}.out").write_text("[1,0]<stdout>:Train Epoch: 1 [1280/1281167 (0%)]\tLoss: 3.350256\n" + oom
                                                + "".join(HOROVOD_SHUT_DOWN.format(r=r) + "\n" for r in range(16) if r != 10))
+    # 844: both nodes' NFS server stopped answering at 10:12:40; the collective hung at
+    # 10:13:05 (the watchdog fired at 10:23:05); the server was back at 11:36, and the job
+    # sat hung until its time limit at 14:00.
+    for node in ("k29", "k30"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:12:40", NFS_DOWN.format(server="nfs01")),
+                                                 ("11:36:00", NFS_OK.format(server="nfs01"))))
+    (logs / "slurm-844.out").write_text(
+        f"0: [2026-11-20 10:11:00,000] {ITERATION}\n" + "".join(watchdog_timeout(r, "10:23:05") + "\n" for r in range(16))
+        + "slurmstepd: error: *** JOB 844 ON k29 CANCELLED AT 2026-11-20T14:00:00 DUE TO TIME LIMIT ***\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -191,6 +201,13 @@ def test_a_transceiver_error_its_port_recovered_from_is_no_root_of_a_later_error
     v = verdicts["834"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
     assert role_of(v, "fabric.mlx5_port_module_event") == "context"
+
+
+def test_an_nfs_server_back_only_after_the_job_hung_on_it_is_the_hangs_root(verdicts):
+    """The server came back an hour after the collective hung, and the job sat hung until its
+    limit: the limit is when it stopped, no rival explanation of why it hung."""
+    v = verdicts["844"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.filesystem_unavailable", [])
 
 
 def test_an_nfs_server_that_answered_again_is_no_root_of_a_later_error(verdicts):

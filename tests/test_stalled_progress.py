@@ -1,10 +1,11 @@
 """An attempt whose training loop stopped reporting progress long before the scheduler ended
-it: the time limit or the user's cancellation only stopped a job no longer working, so it is
-never a ``definitive`` root, and watchdog timeouts without a stamp of their own, printed
-somewhere after the last progress report, say the job hung long before its limit or its
-cancellation (more time would not have helped; neither is a root then). A job that reported progress up to its limit simply ran out of
-time. Real lines, landed through the Slurm connector and the files landing, attributed by a
-run."""
+it, or slowed down until its limit: the time limit or the user's cancellation only stopped
+a job no longer working at its pace, so it is an ``insufficient`` root, the action to
+investigate; watchdog timeouts without a stamp of their own, printed somewhere after the
+last progress report, say the job hung long before its limit or its cancellation (more time
+would not have helped; neither is a root then). A job that reported progress up to its
+limit at a steady pace simply ran out of time. Real lines, landed through the Slurm
+connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
 
