@@ -20,8 +20,8 @@ candidate printed long after it, is context: the job trained through it
 When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
 TIMEOUT → ``scheduler.time_limit``…) is the fallback root (so it is when the only root is
 a cancellation that gives no reason and the state gives one: DEADLINE), but not a time
-limit or a cancellation that ended a job whose watchdogs had reported a hung collective
-long before (:func:`hung_before_the_end`); it names no culprit, except the node of a
+limit, a cancellation or a preemption that ended a job whose watchdogs had reported a hung
+collective long before (:func:`hung_before_the_end`); it names no culprit, except the node of a
 one-node attempt whose state blames the infrastructure (NODE_FAIL, BOOT_FAIL). With neither, the verdict is ``unknown`` / ``insufficient``. A successful
 attempt gets ``domain = none``.
 
@@ -144,10 +144,10 @@ reason, a preemption or requeue): no fallback root for a job already hung
 
 
 def hung_before_the_end(events: pl.DataFrame, attempts: pl.DataFrame, coverage: pl.DataFrame) -> pl.DataFrame:
-    """``attempt_id`` of each attempt the scheduler ended at its time limit (TIMEOUT), or
-    someone cancelled (CANCELLED), whose ranks' watchdogs had reported a hung collective
-    more than :data:`HUNG_BEFORE_LIMIT` before (the latest moment the first report can have
-    been printed, its ``ts_hi``), or
+    """``attempt_id`` of each attempt the scheduler ended at its time limit (TIMEOUT), that
+    someone cancelled (CANCELLED) or the scheduler preempted or requeued (PREEMPTED), whose
+    ranks' watchdogs had reported a hung collective more than :data:`HUNG_BEFORE_LIMIT`
+    before (the latest moment the first report can have been printed, its ``ts_hi``), or
     reported one at all in an attempt that had :func:`stalled` (watchdog lines without a
     stamp of their own are known only up to the limit's banner; the progress reports that
     stopped hours before say when the job hung). ``coverage``: per attempt, with
@@ -155,8 +155,9 @@ def hung_before_the_end(events: pl.DataFrame, attempts: pl.DataFrame, coverage: 
 
     Ranks that keep waiting once their watchdog fired (``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``)
     sit hung until the limit ends them: more time would not have helped, so the state is no
-    fallback root for them. Nor is a cancellation: someone stopped a job that had hung half
-    an hour before, and what hung it is the question. Without a log root the verdict is
+    fallback root for them. Nor is a cancellation or a preemption: someone, or the
+    scheduler, stopped a job that had hung half an hour before, and what hung it is the
+    question. Without a log root the verdict is
     ``unknown.symptoms_only``, its evidence the timeouts and the rank they waited for
     (``straggler.py``)."""
     timed_out = attempts.filter(pl.col("state").is_in(ENDED_HUNG_STATES)).select("attempt_id", "end_ts").join(
@@ -639,12 +640,12 @@ def decide(
     # A job that slowed down until its time limit ended it, or stopped reporting progress
     # long before the limit or a cancellation ended it: the scheduler's end is why it
     # stopped, nothing says why it slowed or stalled (a GPU failing slowly prints no error).
-    slowed_out = (log_root | by_state) & (
+    ended_idle = (log_root | by_state) & (
         ((cause == TIME_LIMIT) & slowed()) | (cause.is_in([REASONLESS_CANCEL, TIME_LIMIT]) & stalled()))
     quality = (
         pl.when(~pl.col("failed")).then(pl.lit("definitive"))
         .when(log_root & pl.col("ambiguous")).then(pl.lit("ambiguous"))
-        .when(slowed_out).then(pl.lit("insufficient"))
+        .when(ended_idle).then(pl.lit("insufficient"))
         .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late") & ~pl.col("late_rival").fill_null(False))
         .then(pl.lit("definitive"))
         .when(log_root).then(pl.lit("probable"))
@@ -680,7 +681,7 @@ def decide(
     )
     first_fault = pl.when(log_root).then(pl.col("root_ts")).when(by_state).then(pl.col("end_ts"))
     action = (
-        pl.when(slowed_out).then(pl.lit(DEFAULT_ACTION["unknown"]))
+        pl.when(ended_idle).then(pl.lit(DEFAULT_ACTION["unknown"]))
         .when(log_root & (pl.col("root_action") != "none")).then(pl.col("root_action"))
         .when(by_state & (pl.col("state_action") != "none")).then(pl.col("state_action"))
         .otherwise(pl.col("_domain").replace_strict(DEFAULT_ACTION, return_dtype=pl.String))
