@@ -137,8 +137,15 @@ def with_progress(coverage: pl.DataFrame) -> pl.DataFrame:
         pl.lit(None, dtype).alias(name) for name, dtype in PROGRESS_COLUMNS.items() if name not in coverage.columns)
 
 
+PREEMPTED = "scheduler.preempted"
+"""The cause of a preemption (slurmstepd's ``DUE TO PREEMPTION`` banner, sacct's PREEMPTED)."""
+LATE_ENDS = (REASONLESS_CANCEL, TIME_LIMIT, PREEMPTED)
+"""Causes of the scheduler ending a job (a bare cancellation, the time limit, a preemption)
+that only stopped it, when they came long after its collective hung
+(:func:`engine.relabel.demote_roots_after_the_hang`), and that are no rival explanation
+of an outage (:func:`engine.relabel.demote_recovered_outages`)."""
 ENDED_HUNG_STATES = ("timeout", "cancelled", "preempted")
-"""Scheduler states that only stop a job (its time limit, a cancellation that gives no
+"""The scheduler states of :data:`LATE_ENDS` (the time limit, a cancellation that gives no
 reason, a preemption or requeue): no fallback root for a job already hung
 (:func:`hung_before_the_end`)."""
 

@@ -16,7 +16,7 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
-from engine.decide import INFRASTRUCTURE, REASONLESS_CANCEL, reports_timeout
+from engine.decide import INFRASTRUCTURE, LATE_ENDS, reports_timeout
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 from engine.rules.python_rules import param, with_role
 
@@ -279,7 +279,8 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     noticed only later).
 
     So is such an outage when another root candidate of the attempt (not the scheduler's end
-    of the job, :data:`LATE_ENDS`) may have been printed more than :data:`FELT_WITHIN` after it ended (its ``ts_hi``: a CUDA out-of-memory error
+    of the job, :data:`engine.decide.LATE_ENDS`) may have been printed more than
+    :data:`FELT_WITHIN` after it ended (its ``ts_hi``: a CUDA out-of-memory error
     in a job output without a single stamp may lie anywhere up to the attempt's end): that
     root explains the failure, and nothing the job printed ties the failure to the flap.
 
@@ -376,12 +377,6 @@ its server after the major timeout (about 180 s with the default ``timeo`` and
 ``retrans``), while the rank writing the checkpoint has been stuck all along."""
 
 
-LATE_ENDS = (REASONLESS_CANCEL, "scheduler.time_limit", "scheduler.preempted")
-"""Causes of the scheduler ending a job (a bare cancellation, the time limit, a preemption)
-that only stopped it, when they came long after its collective hung
-(:func:`demote_roots_after_the_hang`)."""
-
-
 def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     """An infrastructure root candidate stamped more than :data:`HANG_MARGIN` after the
     collective that timed out began (the latest moment a watchdog cascade can have been
@@ -392,7 +387,7 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     it may report the stall itself (``DataLoader timed out after 300 seconds``). A report of
     how long the fault had lasted when it was printed (a CPU "stuck for 74s") dates it by
     its onset (:func:`_onset`). So is a scheduler's end of the job stamped that late
-    (:data:`LATE_ENDS`: ``scancel``'s banner, the time limit's, a preemption's): someone,
+    (:data:`engine.decide.LATE_ENDS`: ``scancel``'s banner, the time limit's, a preemption's): someone,
     the clock or the scheduler stopped a job that was already stuck (ranks that keep waiting
     once their watchdog fired, with ``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``, until the limit
     ends them); nor is the scheduler's record of any of them the fallback root
