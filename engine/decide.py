@@ -15,7 +15,9 @@ skew`` across nodes, ``tie_window`` on one node):
 
 A root candidate the attempt's progress reports went on long after, with another root
 candidate printed long after it, is context: the job trained through it
-(:func:`demote_outworked_roots`).
+(:func:`demote_outworked_roots`). So is a port back up (a storage connection restored)
+before a progress report, beside a root candidate that may have come after that report
+(:func:`demote_survived_outages`).
 
 When no log line offers a root, the scheduler state's meaning (the pack's ``state`` rules:
 TIMEOUT → ``scheduler.time_limit``…) is the fallback root (so it is when the only root is
@@ -42,6 +44,7 @@ import polars as pl
 import pyarrow as pa
 
 from engine.config import NODE_LOG_SOURCES, EngineConfig
+from engine.outages import closed, outage, recoveries
 from engine.rules.loader import RulePack
 from engine.rules.python_rules import SLOW_FAULT_CAUSES, origin_position, with_role
 from ingest.files.common import TS_DTYPE
@@ -143,7 +146,8 @@ LATE_ENDS = (REASONLESS_CANCEL, TIME_LIMIT, PREEMPTED)
 """Causes of the scheduler ending a job (a bare cancellation, the time limit, a preemption)
 that only stopped it, when they came long after its collective hung
 (:func:`engine.relabel.demote_roots_after_the_hang`), and that are no rival explanation
-of an outage (:func:`engine.relabel.demote_recovered_outages`)."""
+of an outage (:func:`engine.relabel.demote_recovered_outages`,
+:func:`demote_survived_outages`)."""
 ENDED_HUNG_STATES = ("timeout", "cancelled", "preempted")
 """The scheduler states of :data:`LATE_ENDS` (the time limit, a cancellation that gives no
 reason, a preemption or requeue): no fallback root for a job already hung
@@ -213,6 +217,48 @@ def demote_outworked_roots(events: pl.DataFrame, coverage: pl.DataFrame, fail_at
         .filter(pl.col("_outworkable") & (pl.col("last_progress") > since) & (pl.col("_last_root") > since))["_row"]
     )
     return with_role(events, pl.col("_row").is_in(outworked.implode()), "context")
+
+
+def demote_survived_outages(events: pl.DataFrame, coverage: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
+    """Recovered outages the attempt reported progress after become ``context``, beside a
+    root candidate that may have been printed after that progress.
+
+    A port that went down and came back up (a Lustre connection lost and restored, an NFS
+    server back), followed by a progress report stamped after it was back (more than
+    ``skew`` after: the report's node clock may differ), did not break the job: a flap that
+    had broken its traffic leaves every collective after it hung, and no step is taken.
+    When another root candidate (not an outage, not the scheduler's end of the job,
+    :data:`LATE_ENDS`) may have been printed after that report (its ``ts_hi``: an
+    unstamped CUDA out-of-memory traceback lies anywhere up to the next stamp), it ended
+    the attempt, though it came within a minute of the bounce, too soon for
+    :func:`engine.relabel.demote_recovered_outages`. An outage whose node's errors were tied
+    to it as their confirmations (NCCL's ``NET/IB`` retry errors) stays: the job felt it.
+    ``coverage``: per attempt, with :data:`PROGRESS_COLUMNS`; ``events`` with ``_row``."""
+    root = pl.col("role") == "root_candidate"
+    is_down = outage(down=True).is_not_null() & root
+    progress = coverage.select("attempt_id", "last_progress").drop_nulls()
+    if progress.is_empty() or not events.select(is_down.any()).item():
+        return events
+    downs = events.filter(is_down).with_columns(outage(down=True))
+    rivals = (
+        events.filter(root & ~is_down & ~pl.col("cause").is_in(LATE_ENDS))
+        .group_by("attempt_id").agg(pl.col("ts_hi").max().alias("_rival"))
+    )
+    confirmed = (
+        events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+        .select("attempt_id", pl.col("caused_by").alias("event_id"))
+        .join(downs.select("attempt_id", "event_id", "node"), on=["attempt_id", "event_id"])
+        .select("attempt_id", "node").unique()
+    )
+    survived = (
+        closed(downs, recoveries(events))
+        .join(progress, on="attempt_id")
+        .join(rivals, on="attempt_id")
+        .filter((pl.col("_up") + skew < pl.col("last_progress")) & (pl.col("_rival") > pl.col("last_progress")))
+        .join(confirmed, on=["attempt_id", "node"], how="anti", nulls_equal=True)
+        ["_row"]
+    )
+    return with_role(events, pl.col("_row").is_in(survived.implode()), "context")
 
 
 CLOCK_OFFSET_RULE = "clock_offset"
@@ -557,6 +603,7 @@ def decide(
     events = events.with_row_index("_row")
     coverage = with_progress(coverage)
     events = demote_outworked_roots(events, coverage, timedelta(seconds=config.seconds("fail_at_once")))
+    events = demote_survived_outages(events, coverage, timedelta(seconds=config.seconds("clock_skew")))
     roots = select_root_cause(events, config, pack.node_naming(), idle)
     fallback = state_fallback(attempts, pack.state).join(
         hung_before_the_end(events, attempts, coverage), on="attempt_id", how="anti")

@@ -17,6 +17,7 @@ import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
 from engine.decide import INFRASTRUCTURE, LATE_ENDS, reports_timeout
+from engine.outages import closed, outage, recoveries
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 from engine.rules.python_rules import param, with_role
 
@@ -222,39 +223,8 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: ti
     return _relabel(events, pairs, "confirmation", only_roots=True)
 
 
-LINK_DOWN_CAUSES = ("network.link_down", "network.link_flap", "network.nic_tx_timeout", "network.transceiver_error")
-"""Causes of a port or NIC that stopped passing traffic and may come back: a link-down, the
-port error NCCL's async thread reports, a transmit queue the driver reset, a transceiver's
-error that took its port down (high temperature, a bad cable) until it was reseated or
-cooled ("Cable plugged", the port active again)."""
 PORT_DOWN_CAUSES = ("network.link_down", "network.link_flap")
 """Causes of a port that went down (:func:`demote_outlived_roots`)."""
-LINK_UP_CAUSE = "network.link_up"
-LUSTRE_LOST_EVENT = "storage.lustre_connection_lost"
-LUSTRE_RESTORED_EVENT = "storage.lustre_connection_restored"
-NFS_DOWN_EVENT = "storage.nfs_not_responding"
-NFS_UP_EVENT = "storage.nfs_recovered"
-
-
-def _outage(down: bool) -> pl.Expr:
-    """Which kind of outage an event opens (``down``) or closes: ``link`` (a port's
-    link-down / link-up, by cause), ``lustre`` (a client's lost / restored connection) or
-    ``nfs`` (a server ``not responding`` / ``OK``)."""
-    link = pl.col("cause").is_in(LINK_DOWN_CAUSES) if down else pl.col("cause") == LINK_UP_CAUSE
-    lustre = LUSTRE_LOST_EVENT if down else LUSTRE_RESTORED_EVENT
-    nfs = NFS_DOWN_EVENT if down else NFS_UP_EVENT
-    return (
-        pl.when(link).then(pl.lit("link"))
-        .when(pl.col("event") == lustre).then(pl.lit("lustre"))
-        .when(pl.col("event") == nfs).then(pl.lit("nfs"))
-        .alias("_outage")
-    )
-
-
-def _outage_of() -> pl.Expr:
-    """What an outage event is of, that its recovery must name too: the port of a link, the
-    server of an NFS mount (null: any recovery of its kind on its node closes it)."""
-    return pl.when(pl.col("event").is_in([NFS_DOWN_EVENT, NFS_UP_EVENT])).then(param("server")).otherwise(pl.col("port"))
 
 
 FELT_WITHIN = timedelta(minutes=2)
@@ -300,14 +270,12 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     """
     if events.is_empty():
         return events
-    is_down = _outage(down=True).is_not_null() & (pl.col("role") == "root_candidate")
+    is_down = outage(down=True).is_not_null() & (pl.col("role") == "root_candidate")
     if not events.select(is_down.any()).item():
         return events
     events = _with_rows(events)
-    downs = events.filter(is_down).with_columns(_outage(down=True))
-    ups = events.filter(_outage(down=False).is_not_null()).select(
-        "attempt_id", "node", _outage_of().alias("_up_port"), _outage(down=False), pl.col("ts").alias("_up")
-    )
+    downs = events.filter(is_down).with_columns(outage(down=True))
+    ups = recoveries(events)
     # The node's own reports while its outage lasted (a Lustre client's RPC timeouts while
     # its target was gone), and in the OUTAGE_LEAD before it was declared (the timeouts that
     # made the client declare the connection lost), are the outage, not the attempt failing.
@@ -345,14 +313,11 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     )
     felt = (pl.col("_confirmed") <= pl.col("_up") + FELT_WITHIN).fill_null(False)
     recovered = (
-        downs.select("_row", "attempt_id", "node", _outage_of().alias("port"), "_outage", "event_id", "ts")
-        .join(ups, on=["attempt_id", "node", "_outage"], how="inner", nulls_equal=True)
-        .filter(pl.col("port").is_null() | pl.col("port").eq_missing(pl.col("_up_port")))
+        closed(downs, ups)
         .join(failing, on="attempt_id")
         .join(rivals, on="attempt_id", how="left")
-        .filter((pl.col("_up") >= pl.col("ts")) & (
-            (pl.col("_up") + FELT_WITHIN < pl.col("_failing"))
-            | (pl.col("_up") + FELT_WITHIN < pl.col("_rival")).fill_null(False)))
+        .filter((pl.col("_up") + FELT_WITHIN < pl.col("_failing"))
+                | (pl.col("_up") + FELT_WITHIN < pl.col("_rival")).fill_null(False))
         .join(confirmed, on=["attempt_id", "node"], how="left", nulls_equal=True)
         .filter(~felt)
         ["_row"]

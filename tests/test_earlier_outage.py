@@ -13,7 +13,9 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import CUDA_OOM, ITERATION, XID_79, role_of, syslog, verdicts_by_job, watchdog_timeout
+from tests.end_to_end import (
+    CUDA_OOM, ITERATION, LOSS_ITERATION, XID_79, role_of, syslog, verdicts_by_job, watchdog_timeout,
+)
 from tests.test_ib_peer import retry_exceeded
 
 # https://github.com/leptonai/gpud/pull/1209 (an IB port's flap, down then back up)
@@ -38,6 +40,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 842|842|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:50:00|k[25-26]|gres/gpu=16,node=2
 843|843|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:50:00|k[27-28]|gres/gpu=16,node=2
 844|844|train|alice|TIMEOUT|0:0|2026-11-20T10:00:00|2026-11-20T14:00:05|k[29-30]|gres/gpu=16,node=2
+845|845|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:52|k[31-32]|gres/gpu=16,node=2
+846|846|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:52|k[33-34]|gres/gpu=16,node=2
 """
 # Horovod's word on the other ranks once one failed, behind Open MPI's --tag-output prefix
 # (horovod/horovod#3412).
@@ -165,6 +169,19 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-844.out").write_text(
         f"0: [2026-11-20 10:11:00,000] {ITERATION}\n" + "".join(watchdog_timeout(r, "10:23:05") + "\n" for r in range(16))
         + "slurmstepd: error: *** JOB 844 ON k29 CANCELLED AT 2026-11-20T14:00:00 DUE TO TIME LIMIT ***\n")
+    # 845: k31's port bounced at 10:20:18 and was back 8 s later; no rank printed a NET/IB
+    # error, and the job reported its next step at 10:20:41. Then a rank on k32 ran out of
+    # GPU memory, its traceback unstamped, torchrun's SIGTERM fan-out at 10:21:33. 846: the
+    # same, but the last step reported came before the bounce: the job may have died of it.
+    for job, first, second, step in (("845", "k31", "k32", "10:20:41"), ("846", "k33", "k34", "10:20:10")):
+        (logs / f"{first}.log").write_text(syslog(first, ("10:20:18", LINK_DOWN), ("10:20:26", LINK_UP)))
+        (logs / f"{second}.log").write_text(syslog(second, ("10:10:00", "kernel: ok")))
+        (logs / f"slurm-{job}.out").write_text(
+            LOSS_ITERATION.format(task=0, clock="10:19:41", n=7800, samples=7800 * 1024) + "\n"
+            + LOSS_ITERATION.format(task=0, clock=step, n=7900, samples=7900 * 1024) + "\n"
+            + f"1: [rank10]: {CUDA_OOM}\n"
+            + "1: W1120 10:21:33.938633 63204 torch/distributed/elastic/multiprocessing/api.py:897] Sending process "
+            "63205 closing signal SIGTERM\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -245,3 +262,17 @@ def test_a_flap_is_no_root_beside_an_error_that_may_have_come_long_after_it(verd
     assert role_of(v, "fabric.mlx5_link_state") == "context"
     v = verdicts["840"]
     assert (v["domain"], v["culprit_nodes"]) == ("network", ["k22"])
+
+
+def test_a_flap_the_job_reported_steps_after_is_no_root_of_a_later_error(verdicts):
+    """A step reported after the port was back says the job's traffic survived the bounce:
+    the out-of-memory error that may have come after that step ended the attempt, though
+    its unstamped traceback may lie within a minute of the bounce."""
+    v = verdicts["845"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
+    assert role_of(v, "fabric.mlx5_link_state") == "context"
+
+
+def test_a_flap_after_the_last_reported_step_stays_a_root(verdicts):
+    v = verdicts["846"]
+    assert v["domain"] == "network"
