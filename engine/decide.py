@@ -30,7 +30,9 @@ attempt gets ``domain = none``.
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked
 to it or to another report it stands for, a scheduler state with the same cause or one its
 state rule ``agrees_with``, or NODE_FAIL for an infrastructure root) and complete coverage;
-a root without corroboration, a fallback root, a root with a log source missing, or a
+a root without corroboration, a fallback root, a root with a log source missing, a root a
+rule placed between nodes without telling which is at fault (two nodes whose failing
+connections name only each other: :data:`engine.rules.python_rules.UNDECIDED_PARAM`), or a
 workload root whose node reports a hardware fault stamped within its grace after the end
 is ``probable``; a fallback root with a log source missing, or the scheduler's end of a
 job that had stalled or slowed down, is ``insufficient``.
@@ -46,7 +48,7 @@ import pyarrow as pa
 from engine.config import NODE_LOG_SOURCES, EngineConfig
 from engine.outages import closed, outage, recoveries
 from engine.rules.loader import RulePack
-from engine.rules.python_rules import SLOW_FAULT_CAUSES, origin_position, with_role
+from engine.rules.python_rules import SLOW_FAULT_CAUSES, UNDECIDED_PARAM, origin_position, param, with_role
 from ingest.files.common import TS_DTYPE
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
 
@@ -351,6 +353,7 @@ def select_root_cause(
         pl.col("_line").alias("root_line"),
         pl.col("cluster").alias("root_cluster"),
         late.alias("root_late"),
+        param(UNDECIDED_PARAM).is_not_null().alias("root_undecided"),
     )
     # A hardware fault on a workload root's node stamped after the attempt ended (within its
     # grace) may be what the job died of, seen by a clock that runs ahead: the CUDA error
@@ -700,7 +703,8 @@ def decide(
         pl.when(~pl.col("failed")).then(pl.lit("definitive"))
         .when(log_root & pl.col("ambiguous")).then(pl.lit("ambiguous"))
         .when(ended_idle).then(pl.lit("insufficient"))
-        .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late") & ~pl.col("late_rival").fill_null(False))
+        .when(log_root & pl.col("corroborated") & pl.col("complete") & ~pl.col("root_late") & ~pl.col("root_undecided")
+              & ~pl.col("late_rival").fill_null(False))
         .then(pl.lit("definitive"))
         .when(log_root).then(pl.lit("probable"))
         .when(by_state & pl.col("complete")).then(pl.lit("probable"))

@@ -42,8 +42,9 @@ node names one end nothing maps and several nodes reported nothing, the end is o
 none of the reporters: one root on no node stands for the reports, which become
 ``context``, never ``definitive``. When two nodes only name each other, the end is the one
 whose port counted errors during the attempt (:data:`PORT_ERRORS`: symbol or receive errors
-rising) when the other's did not; otherwise nothing tells the ends apart and the reports
-stay as they are.
+rising) when the other's did not; otherwise nothing tells the ends apart: the reports stay
+root candidates, both nodes are named, and the reports carry
+:data:`~engine.rules.python_rules.UNDECIDED_PARAM`, so the verdict is never ``definitive``.
 
 Connections that share no end at all (at least :data:`SCATTERED_NODES` reporting nodes,
 each peer named by one of them only: pairs of nodes across the job that have nothing in
@@ -58,7 +59,9 @@ from __future__ import annotations
 import polars as pl
 
 from engine.extract import address_banner
-from engine.rules.python_rules import link_to_roots, new_events, origin_position, with_role
+from engine.rules.python_rules import (
+    UNDECIDED_PARAM, link_to_roots, new_events, origin_position, with_param, with_role,
+)
 
 EVENTS = ("network.ib_retry_exceeded", "network.efa_peer_unresponsive", "network.socket_peer_unreachable")
 """The events of a ``with error 12`` / ``status=12`` / ``status number 12`` completion, of
@@ -190,6 +193,17 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     # Each attempt's end by the first of these ways that finds one (each finds one at most).
     ends = pl.concat([by_address, inferred, mutual, silent]).unique("attempt_id", keep="first", maintain_order=True)
+    # Two reporting nodes and nothing that tells their ends apart: the connections between
+    # them broke at one end or the other. Both stay named, never definitively.
+    undecided = (
+        reporters.filter(pl.col("_reporters") == 2)
+        .join(shared, on="attempt_id", how="anti").join(ends, on="attempt_id", how="anti")["attempt_id"]
+    )
+    events = with_param(
+        events,
+        pl.col("event").is_in(EVENTS) & (pl.col("role") == "root_candidate") & pl.col("attempt_id").is_in(undecided.implode()),
+        UNDECIDED_PARAM, "two nodes report failing connections and nothing tells which end broke",
+    )
     ordered = reports.sort("attempt_id", "ts", "event_id")
     events = _scattered(events, ordered, pairs, named)
     # Every reporting node names the shared peer, nothing says which node it is, and several

@@ -21,7 +21,7 @@ from engine.extract import line_events
 from engine.rules.loader import load_rule_pack
 from engine.run import attribute
 
-from tests.end_to_end import CUDA_OOM, ITERATION, XID_79, syslog, verdicts_by_job
+from tests.end_to_end import CUDA_OOM, ITERATION, XID_79, syslog, verdicts_by_job, watchdog_timeout
 from tests.engine_frames import at, attempts, events
 from tests.test_decide import full_coverage
 
@@ -110,8 +110,12 @@ def verdicts(tmp_path_factory):
     # Everyone names 10.22.0.6, which no banner maps: no reporting node is the shared end,
     # and n6, the one node that reported nothing, is.
     (logs / "slurm-801.out").write_text(output((4, "n4", "10.22.0.6"), (12, "n5", "10.22.0.6")))
-    # Two nodes that only name each other: either end may be the broken one.
-    (logs / "slurm-802.out").write_text(output((4, "n7", "10.22.0.8"), (12, "n8", "10.22.0.7")))
+    # Two nodes that only name each other: either end may be the broken one. Every rank's
+    # watchdog then timed out, and both nodes' kernels logged nothing about it.
+    (logs / "slurm-802.out").write_text(output((4, "n7", "10.22.0.8"), (12, "n8", "10.22.0.7"))
+                                        + "".join(watchdog_timeout(r, "08:51:00") + "\n" for r in range(16)))
+    for node in ("n7", "n8"):
+        (logs / f"{node}.log").write_text(syslog(node, ("08:30:00", "kernel: ok"), ("08:55:00", "kernel: ok")))
     # Everyone names 10.22.0.11, which n11's bootstrap banner says is its address; n11
     # reported nothing (its link is down).
     (logs / "slurm-803.out").write_text(output(
@@ -200,7 +204,11 @@ def test_the_one_silent_node_is_the_unmapped_shared_end_every_reporter_names(ver
 
 
 def test_two_nodes_naming_each_other_stay_suspects(verdicts):
-    assert verdicts["802"]["culprit_nodes"] == ["n7", "n8"]
+    """Either end may be the broken one: both are named, and nothing makes the verdict
+    more than ``probable``, though every rank's watchdog timeout corroborates a fabric
+    fault."""
+    v = verdicts["802"]
+    assert (v["culprit_nodes"], v["quality"]) == (["n7", "n8"], "probable")
 
 
 def test_of_two_nodes_naming_each_other_the_one_whose_port_counted_errors_is_the_end():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -13,7 +14,9 @@ from engine.rules.catalog import cause_catalog
 from engine.rules.loader import (
     BUNDLED_RULES, RulePackError, lint_rule_pack, load_rule_pack,
 )
-from engine.rules.python_rules import PythonRuleError, RuleContext, run_python_rules
+from engine.rules.python_rules import (
+    UNDECIDED_PARAM, PythonRuleError, RuleContext, param, run_python_rules, with_param,
+)
 from engine.rules.testing import run_inline_tests
 
 HERE = Path(__file__).parent
@@ -247,3 +250,13 @@ def test_inline_tests_report_each_failing_case_with_the_reason(tmp_path):
         ("test.gpu_fallen_off_bus", "hit[0]"): "no event: no prefilter literal (fell off the bus) occurs in the line",
         ("test.ib_link_downed", "metric[0]"): "expected 3 events, got 2",
     }
+
+
+def test_with_param_adds_a_string_param_to_the_rows_selected_only():
+    frame = pl.DataFrame({"params": ['{"peer": "10.0.0.8<0>"}', "{}", None, '{"peer": "x"}']})
+    out = with_param(frame, pl.Series([True, True, True, False]), UNDECIDED_PARAM, "either end")
+    assert [json.loads(p) for p in out["params"]] == [
+        {"undecided": "either end", "peer": "10.0.0.8<0>"}, {"undecided": "either end"}, {"undecided": "either end"},
+        {"peer": "x"},
+    ]
+    assert out.select(param(UNDECIDED_PARAM))["params"].to_list() == ["either end"] * 3 + [None]

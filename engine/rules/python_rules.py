@@ -37,6 +37,11 @@ tuple of event names): the run keeps those events of the whole lake in memory, u
 it rewrites days, instead of scanning the events table once per chunk, so ``history``
 holds only events some rule of the pack declares.
 
+A rule that places a fault between several nodes without telling which of them is at
+fault (``ib_peer.py``: two nodes whose failing connections name only each other) marks
+those root candidates with :data:`UNDECIDED_PARAM` (:func:`with_param`): the verdict names
+them all and is never ``definitive``.
+
 A rule whose added rows copy another rule's outcome (its ``event``: ``het_sibling.py`` gives
 a heterogeneous job's component its sibling's root) sets a module-level ``COPIES_OUTCOMES =
 True``: its rows then name nodes as that outcome does (a memory cgroup's kill names none,
@@ -54,6 +59,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -212,6 +218,25 @@ def origin_position() -> list[pl.Expr]:
     one file."""
     origin = pl.col("origin")
     return [origin.str.replace(r":\d+$", "").alias("_file"), origin.str.extract(r":(\d+)$").cast(pl.Int64).alias("_line")]
+
+
+UNDECIDED_PARAM = "undecided"
+"""The param a rule sets (:func:`with_param`, to why) on the root candidates of a fault it
+placed between several nodes without telling which of them is at fault (two nodes whose
+failing connections name only each other, ``ib_peer.py``): the verdict names them all, and
+is never ``definitive`` (:func:`engine.decide.decide`)."""
+
+
+def with_param(events: pl.DataFrame, mask: pl.Series | pl.Expr, name: str, value: str) -> pl.DataFrame:
+    """``events`` with ``name`` set to the string ``value`` in the ``params`` (JSON) of the
+    rows ``mask`` selects: how a rule tells a later stage something about a line."""
+    entry = json.dumps({name: value})[1:-1]
+    empty = pl.col("params").is_null() | pl.col("params").str.contains(r"^\s*\{\s*\}\s*$")
+    added = (
+        pl.when(empty).then(pl.lit("{" + entry + "}"))
+        .otherwise(pl.concat_str([pl.lit("{" + entry + ", "), pl.col("params").str.strip_chars_start().str.slice(1)]))
+    )
+    return events.with_columns(pl.when(mask).then(added).otherwise(pl.col("params")).alias("params"))
 
 
 def param(name: str) -> pl.Expr:
