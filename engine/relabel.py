@@ -19,7 +19,7 @@ from engine.config import NODE_LOG_SOURCES
 from engine.decide import INFRASTRUCTURE, LATE_ENDS, reports_timeout
 from engine.outages import closed, outage, recoveries
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
-from engine.rules.python_rules import param, with_role
+from engine.rules.python_rules import with_role
 
 SCOPE_KEYS = {
     "attempt": ["attempt_id"],
