@@ -809,6 +809,30 @@ def test_ray_starts_plain_report_of_its_address_names_its_node_too(tmp_path):
     assert errors["node"].to_list() == ["gn042", "gn041", None]
 
 
+def test_rays_word_that_a_node_died_is_on_that_node_not_the_printers(tmp_path):
+    """The driver prints Ray's declaration that a node died (python/ray/_private/worker.py
+    relaying the control store's error, as tensorflow/tpu's tools/ray_tpu/README.md shows
+    it) about another node: the line is on the node its address names where the file says
+    whose it is, and on no node (and no rank) where nothing does, never on the rank that
+    printed it."""
+    dead = ("{rank}2026-11-18 23:40:21,000\tWARNING worker.py:1866 -- The node with node id: "
+            "9426f44574cce4866be798cfed308f2d3e21ba69487d422872cdd6e3 and address: {ip} and node name: {ip} has been "
+            "marked dead because the detector has missed too many heartbeats from it. This can happen when a       "
+            "(1) raylet crashes unexpectedly (OOM, preempted node, etc.)")
+    lines = [
+        "0: Starting HEAD at gn021",
+        "0: 2026-11-18 23:20:04,881\tINFO scripts.py:865 -- Local node IP: 172.16.4.21",
+        "1: Starting WORKER 1 at gn022",
+        "1: 2026-11-18 23:20:16,172\tINFO scripts.py:1047 -- Local node IP: 172.16.4.22",
+        dead.format(rank="0: ", ip="172.16.4.22"),
+        dead.format(rank="0: ", ip="172.16.4.99"),
+    ]
+    obs = read_log_file(write(tmp_path / "slurm-91016.out", lines), year=2026, source="app").observations
+    died = obs.filter(pl.col("message").str.contains("marked dead", literal=True))
+    assert died["node"].to_list() == ["gn022", None]
+    assert died["rank"].to_list() == [None, None]
+
+
 def test_the_raylets_forwarded_lines_keep_their_stamp_and_name_their_node_by_address(tmp_path):
     """Ray's node daemon forwards its own lines to the driver behind ``(raylet, ip=…)`` (or
     ``(raylet)`` for the driver's node), each with its C++ logger's stamp, level, pid and

@@ -31,7 +31,8 @@ Lines are free text behind optional prefixes, peeled off in this order:
    (no year either), after any process tag Ray and vLLM print (``(VllmWorker rank=3
    pid=406) ``; a Ray worker's tag comes before even the torchrun prefix:
    ``(WorkerDict pid=78830, ip=10.20.0.33) [rank9]:[E1123 …]``; Ray's node daemon's is
-   ``(raylet, ip=10.0.6.140) ``);
+   ``(raylet, ip=10.0.6.140) ``; Ray's word that a node died, :data:`RAY_NODE_DEAD`, is on
+   the node its address names, or on none);
 4. NCCL's ``host:pid:tid [dev] `` (host → ``node``, program ``nccl``).
 
 NVIDIA's fabric manager log stamps each line ``[Oct 31 2023 21:11:20] [ERROR] [tid 527118]
@@ -102,6 +103,13 @@ RAY_LOCAL_IP = r"(?:^\s*|-- )Local node IP: ([0-9.]+)\s*$"
 """``ray start``'s report of the address it runs on, logged (``… INFO scripts.py:1047 -- Local
 node IP: 172.16.4.22``) or printed bare on a line of its own (``Local node IP: 10.94.16.4``, its
 CLI's plain output): group 1 the address, of the node the last :data:`RAY_START_AT` named."""
+RAY_NODE_DEAD = r"The node with node id: [0-9a-f]+ and address: ([0-9.]+) and node name: \S+ has been marked dead\b"
+"""Ray's control store declaring a node dead (``WARNING worker.py:1866 -- The node with
+node id: 9426f4… and address: 10.130.0.113 and node name: 10.130.0.113 has been marked dead
+because the detector has missed too many heartbeats from it.``), printed by the driver
+about another node: group 1 that node's address."""
+RAY_NODE_DEAD_LITERAL = "has been marked dead because"
+"""A literal of :data:`RAY_NODE_DEAD`: the cheap test for lines that may hold it."""
 NCCL_HOST = r"(?P<nhost>[A-Za-z0-9][A-Za-z0-9._-]*):[0-9]+:[0-9]+ \[[0-9]+\] "
 SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[[0-9]+\])?: "
 CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\b"
@@ -208,14 +216,15 @@ def peel_prefixes(frame: pl.DataFrame, text: str, ctx: ParseContext) -> pl.DataF
     )
 
 
-def ray_worker_nodes(frame: pl.DataFrame) -> pl.Expr:
+def ray_worker_nodes(frame: pl.DataFrame, dead: pl.Expr) -> pl.Expr:
     """The node each Ray worker's line ran on, from the address in its process tag
-    (``rayip``/``rayip2`` of :data:`PREFIXES`), where its file tells which node has that
-    address: a line holding both the tag and NCCL's host prefix, NCCL's banner naming a
-    node's address (:data:`NCCL_ADDRESS`), or ``ray start``'s ``Local node IP`` under the
-    template's ``Starting WORKER i at <node>`` echo. An address two nodes of one file claim
-    names neither. Null for every other line."""
-    ip = pl.coalesce("rayip", "rayip2")
+    (``rayip``/``rayip2`` of :data:`PREFIXES`), or the node a line of Ray's declaring a node
+    dead is about (``dead``: its address, :data:`RAY_NODE_DEAD`), where its file tells which
+    node has that address: a line holding both the tag and NCCL's host prefix, NCCL's banner
+    naming a node's address (:data:`NCCL_ADDRESS`), or ``ray start``'s ``Local node IP``
+    under the template's ``Starting WORKER i at <node>`` echo. An address two nodes of one
+    file claim names neither. Null for every other line."""
+    ip = pl.coalesce("rayip", "rayip2", dead)
     if frame.select(ip.is_null().all()).item():  # most files hold no Ray worker's line
         return pl.lit(None, dtype=pl.String)
     message = pl.col("message")
@@ -244,13 +253,27 @@ def ray_worker_nodes(frame: pl.DataFrame) -> pl.Expr:
 def parse(lines: pl.DataFrame, ctx: ParseContext) -> pl.DataFrame:
     """Parse application log lines (see the module docstring)."""
     frame = peel_prefixes(lines, "line", ctx)
-    frame = frame.with_columns(pl.coalesce(pl.col("node"), ray_worker_nodes(frame)).alias("node"))
+    # Ray's word that a node died is about that node, whoever printed it: on the node its
+    # address names, or on none (not on the printer's rank's, nor the landing's default).
+    dead = (
+        pl.col("message").str.extract(RAY_NODE_DEAD, 1)
+        if frame["message"].str.contains(RAY_NODE_DEAD_LITERAL, literal=True).any()
+        else pl.lit(None, dtype=pl.String)
+    )
+    frame = frame.with_columns(dead.alias("_dead"))
+    about = pl.col("_dead").is_not_null()
+    resolved = ray_worker_nodes(frame, pl.col("_dead"))
+    frame = frame.with_columns(
+        pl.when(about).then(resolved).otherwise(pl.coalesce(pl.col("node"), resolved)).alias("node"),
+        *(pl.when(~about).then(pl.col(c)).alias(c) for c in ("rank", *PLACEMENT_COLUMNS)),
+    )
     return frame.select(
         "file",
         "seq",
         "ts",
         pl.when(pl.col("ts").is_not_null()).then(pl.lit("line")).alias("ts_kind"),
-        pl.coalesce(pl.col("node"), pl.lit(ctx.default_node, dtype=pl.String)).alias("node"),
+        pl.when(about).then(pl.col("node"))
+        .otherwise(pl.coalesce(pl.col("node"), pl.lit(ctx.default_node, dtype=pl.String))).alias("node"),
         "rank",
         "program",
         "message",
