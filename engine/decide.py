@@ -232,8 +232,8 @@ def demote_survived_outages(events: pl.DataFrame, coverage: pl.DataFrame, skew: 
     When another root candidate (not an outage, not the scheduler's end of the job,
     :data:`LATE_ENDS`) may have been printed after that report (its ``ts_hi``: an
     unstamped CUDA out-of-memory traceback lies anywhere up to the next stamp), it ended
-    the attempt, though it came within a minute of the bounce, too soon for
-    :func:`engine.relabel.demote_recovered_outages`. An outage whose node's errors were tied
+    the attempt, however soon after the bounce (too soon for
+    :func:`engine.relabel.demote_recovered_outages`, which waits two minutes). An outage whose node's errors were tied
     to it as their confirmations (NCCL's ``NET/IB`` retry errors) stays: the job felt it.
     ``coverage``: per attempt, with :data:`PROGRESS_COLUMNS`; ``events`` with ``_row``."""
     root = pl.col("role") == "root_candidate"
