@@ -1,5 +1,6 @@
 """The node Slurm lost: a node of a NODE_FAIL attempt that booted soon after it ended, or
-whose kernel reported a stalled CPU while it ran.
+whose kernel reported a stalled CPU while it ran, or that slurmctld found not responding
+while it ran (and not found responding again before it ended).
 
 Slurm ends an attempt NODE_FAIL when one of its nodes stops answering, but its record does
 not say which. A node that lost power or hung prints nothing more: its log stops, and the
@@ -8,8 +9,11 @@ line), often after the attempt ended. Such a node, booting between the attempt's
 :data:`REBOOT_WITHIN` after its end, is the one that failed. So is a node whose kernel
 reported a CPU stall (:data:`STALL_EVENTS`: RCU stall, soft lockup) between the attempt's
 start and end: alone such a report is context, a CPU that often recovers, but a node that
-stopped answering after one hung. Either becomes a ``host`` root candidate, timed at the
-attempt's end (when Slurm gave up on it; the failure itself lies somewhere before).
+stopped answering after one hung. So is a node slurmctld reported ``not responding``
+(:data:`NOT_RESPONDING_EVENT`) while the attempt ran, unless it reported it ``now
+responding`` before the end: the node Slurm lost, named by Slurm itself. Each becomes a
+``host`` root candidate, timed at the attempt's end (when Slurm gave up on it; the failure
+itself lies somewhere before); a boot, which says the node did go down, is preferred.
 
 Only attempts left without a root candidate that names a node get this event: a line
 naming the fault (a power-off, a kernel panic, an XID) says more than a reboot does, while
@@ -52,8 +56,13 @@ SILENT_END_EVENT = "network.ib_common_peer"
 """``ib_peer.py``'s root for the node every failing connection names, which reported nothing."""
 STALL_EVENTS = ["host.rcu_stall", "host.soft_lockup"]
 """Kernel reports of a stalled CPU: during a NODE_FAIL attempt they name their node."""
-HISTORY_EVENTS = (BOOT_EVENT, *STALL_EVENTS)
-"""The boots and stalls looked up in past events (``context.history``)."""
+NOT_RESPONDING_EVENT = "host.node_not_responding"
+"""slurmctld's ``Nodes <n> not responding`` (``scheduler.yaml``): during a NODE_FAIL attempt
+it names the node Slurm lost, unless slurmctld saw it respond again before the end."""
+RESPONDING_EVENT = "host.node_responding"
+"""slurmctld's ``Node <n> now responding``: the node came back."""
+HISTORY_EVENTS = (BOOT_EVENT, *STALL_EVENTS, NOT_RESPONDING_EVENT, RESPONDING_EVENT)
+"""The boots, stalls and slurmctld's reports looked up in past events (``context.history``)."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
@@ -67,16 +76,29 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     # Slurm's node-failure lines that name no failed node leave the attempt open to this rule.
     unnamed = (pl.col("event") == "host.node_failure") & (pl.col("node").is_null() | (pl.col("rule_id") == BANNER_RULE))
     lost = lost.join(rooted_attempts(events.select("attempt_id", "role", "event", "node", "rule_id").filter(~unnamed)), on="attempt_id", how="anti")
-    signs = known_events(events, context, [BOOT_EVENT, *STALL_EVENTS], ["cluster", "node", "ts", "origin", "source", "event"])
+    signs = known_events(events, context, [BOOT_EVENT, *STALL_EVENTS, NOT_RESPONDING_EVENT],
+                         ["cluster", "node", "ts", "origin", "source", "event"])
     if lost.is_empty() or signs.is_empty():
         return events
     booted = pl.col("event") == BOOT_EVENT
+    silent = pl.col("event") == NOT_RESPONDING_EVENT
     ts, start, end = pl.col("ts"), pl.col("start_ts"), pl.col("end_ts")
-    found = (
+    candidates = (
         lost.select("attempt_id", "cluster", "job_id", "user", "state", "start_ts", "end_ts", pl.col("nodes").alias("node"))
         .explode("node")
         .join(signs, on=["cluster", "node"])
         .filter((ts > start) & pl.when(booted).then(ts <= end + REBOOT_WITHIN).otherwise(ts <= end))
+    )
+    # A node slurmctld found responding again before the end was not the one it lost.
+    back = known_events(events, context, [RESPONDING_EVENT], ["cluster", "node", "ts"]).rename({"ts": "_back"})
+    answered = (
+        candidates.filter(silent).select("attempt_id", "cluster", "node", "ts", "end_ts").join(back, on=["cluster", "node"])
+        .filter((pl.col("_back") > pl.col("ts")) & (pl.col("_back") <= pl.col("end_ts")))
+        .select("attempt_id", "node", "ts").unique()
+    )
+    found = (
+        candidates.join(answered.with_columns(_back=pl.lit(True)), on=["attempt_id", "node", "ts"], how="left")
+        .filter(~(silent & pl.col("_back").fill_null(False))).drop("_back")
         # A boot says more than a stall (the node did go down): it is the one kept.
         .sort("attempt_id", "node", booted, "ts", "origin", descending=[False, False, True, False, False])
         .group_by("attempt_id", "node", maintain_order=True)
@@ -89,11 +111,15 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         pl.lit("node "), pl.col("node"), pl.lit(" stopped answering (Slurm ended the job NODE_FAIL at "),
         pl.col("end_ts").dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
         pl.when(booted).then(pl.concat_str([pl.lit(") and booted again at "), stamp, pl.lit(": it lost power, hung or crashed")]))
+        .when(silent).then(pl.concat_str([pl.lit(") after slurmctld found it not responding at "), stamp,
+                                          pl.lit(": it lost power, hung, crashed or lost its network")]))
         .otherwise(pl.concat_str([pl.lit(") after its kernel reported a stalled CPU at "), stamp, pl.lit(": it hung")])),
     ])
     precise = pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ")
-    params = pl.when(booted).then(pl.struct(precise.alias("booted")).struct.json_encode()).otherwise(
-        pl.struct(precise.alias("stalled")).struct.json_encode()
+    params = (
+        pl.when(booted).then(pl.struct(precise.alias("booted")).struct.json_encode())
+        .when(silent).then(pl.struct(precise.alias("not_responding")).struct.json_encode())
+        .otherwise(pl.struct(precise.alias("stalled")).struct.json_encode())
     )
     added = new_events(
         found.with_columns(

@@ -1,7 +1,8 @@
 """The ``node_lost`` python rule, end to end: a node of a NODE_FAIL attempt that booted soon
 after the attempt ended, or reported a stalled CPU while it ran, is the node Slurm lost; a
 boot hours later, a stall after the end, or neither, names no one. slurmctld's own report
-names the node it set DOWN, wherever its log was landed from. Real boot lines, landed
+names the node it set DOWN, wherever its log was landed from, and so does its report of a
+node not responding that did not answer again. Real boot lines, landed
 through the Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 709|709|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[22-23]|gres/gpu=16,node=2
 710|710|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[24-25]|gres/gpu=16,node=2
 711|711|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[26-27]|gres/gpu=16,node=2
+712|712|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T08:45:00|n[28-29]|gres/gpu=16,node=2
+713|713|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T08:45:00|n[30-31]|gres/gpu=16,node=2
 """
 # tree_stall.h's report, as cilium/tetragon#328 shows it
 RCU_STALL = "kernel: [  103.087243] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:"
@@ -36,6 +39,9 @@ RETRY_EXCEEDED = ("{r}: {node}:3468:3905 [3] ib_plugin.c:1615 NCCL WARN NET/IB :
 CTLD = """[2026-11-20T08:57:20.846] error: Nodes n12 not responding
 [2026-11-20T09:00:00.284] error: Nodes n12 not responding, setting DOWN
 [2026-11-20T08:59:59.120] error: Nodes n27 not responding, setting DOWN
+[2026-11-20T08:40:20.118] error: Nodes n29 not responding
+[2026-11-20T08:20:20.118] error: Nodes n31 not responding
+[2026-11-20T08:21:02.953] Node n31 now responding
 """
 
 
@@ -106,6 +112,11 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-711.out").write_text(
         f"[2026-11-20 08:10:00,000] {ITERATION}\n"
         "slurmstepd: error: *** JOB 711 ON n26 CANCELLED AT 2026-11-20T09:00:00 DUE TO JOB REQUEUE ***\n")
+    # n29's log stops at 08:39; slurmctld found it not responding at 08:40 (nothing more of
+    # it was landed) and job 712 ended NODE_FAIL. n31 stopped answering at 08:20 but was
+    # back a minute later: job 713's lost node is another, unnamed.
+    for node, quiet in (("n28", "08:44:00"), ("n29", "08:39:00"), ("n30", "08:44:00"), ("n31", "08:44:00")):
+        (logs / f"{node}.log").write_text(syslog(node, ("07:50:00", ALIVE), (quiet, ALIVE)))
     # Landed the way its file names no host: `--node` the controller.
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), more=((ctld, {"node": "ctl01"}),))
 
@@ -186,3 +197,13 @@ def test_the_silent_end_of_failing_connections_that_booted_soon_after_was_lost(v
 def test_a_silent_end_booted_hours_later_stays_the_fabrics(verdicts):
     v = verdicts["708"]
     assert (v["domain"], v["culprit_nodes"]) == ("network", ["n20"])
+
+
+def test_the_node_slurmctld_found_not_responding_during_a_node_fail_is_the_lost_node(verdicts):
+    """slurmctld names the node it lost before it sets it DOWN: ``not responding`` during a
+    NODE_FAIL attempt names that node, unless it reported the node ``now responding`` again
+    before the end."""
+    v = verdicts["712"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.node_failure", ["n29"])
+    v = verdicts["713"]
+    assert (v["cause"], v["culprit_nodes"]) == ("host.node_failure", [])
