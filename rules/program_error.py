@@ -15,7 +15,12 @@ rules make the port's.
 
 So in an attempt with a program error, a root candidate of a GPU or network domain
 (:data:`DEVICE_DOMAINS`) that no event of the attempt confirms (program errors aside: the
-XID precedence pairs any exception on the node with the XID) becomes ``context``. A program
+XID precedence pairs any exception on the node with the XID) becomes ``context`` — unless
+it is a fault of a GPU (:data:`GPU_DOMAINS`) on a node whose every GPU the attempt held
+(:data:`WHOLE_NODE_GPUS` or more per node: no neighbour's GPU is there) within
+:data:`SIMULTANEOUS` of the program error: then it is the job's own GPU failing at the same
+moment, a second explanation the verdict weighs (``ambiguous``), not a neighbour's; a
+program error the XID precedence had made its confirmation is a root candidate again. A program
 error the precedence had made its confirmation is then a root candidate again
 (:func:`engine.relabel.restore_orphaned_confirmations`). A fault some error of the job
 confirms keeps its role. Storage and host faults are left alone: a file system that went
@@ -26,6 +31,8 @@ Contract: :mod:`engine.rules.python_rules`.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import polars as pl
 
@@ -65,6 +72,13 @@ the wrong number of channels)."""
 
 DEVICE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "network")
 """Domains of the faults a program error outranks when nothing of the job confirms them."""
+GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
+"""The domains of a GPU's own faults."""
+WHOLE_NODE_GPUS = 8
+"""GPUs per node at which an attempt holds its nodes whole: no node has more."""
+SIMULTANEOUS = timedelta(seconds=5)
+"""How close to a program error a fault of the job's own GPU competes with it: the default
+clock skew between nodes, within which no clock orders the two."""
 
 
 def program_errors() -> pl.Expr:
@@ -92,7 +106,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     suspects = (
         events.with_row_index("_row")
         .filter(mine & (pl.col("role") == "root_candidate") & pl.col("domain").is_in(DEVICE_DOMAINS))
-        .select("_row", "attempt_id", "event_id")
+        .select("_row", "attempt_id", "event_id", "domain", "ts")
     )
     if suspects.is_empty():
         return events
@@ -102,5 +116,28 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .select("attempt_id", pl.col("caused_by").alias("event_id"))
         .unique()
     )
-    unseen = suspects.join(confirmed, on=["attempt_id", "event_id"], how="anti")["_row"]
-    return events.with_columns(events["role"].scatter(unseen, "context"))
+    # A fault of the job's own GPU (the attempt held its node whole) at the moment of the
+    # program error competes with it.
+    held = context.attempts.filter(pl.col("gpus_per_node") >= WHOLE_NODE_GPUS).select("attempt_id")
+    errors = exceptions.filter(program_errors()).select(
+        "attempt_id", (pl.col("ts") - SIMULTANEOUS).alias("_from"), (pl.col("ts_hi") + SIMULTANEOUS).alias("_to"))
+    competing = (
+        suspects.join(held, on="attempt_id", how="semi").filter(pl.col("domain").is_in(GPU_DOMAINS))
+        .join(errors, on="attempt_id").filter(pl.col("ts").is_between("_from", "_to"))
+        .select("_row", "attempt_id", "event_id").unique()
+    )
+    unseen = (
+        suspects.join(confirmed, on=["attempt_id", "event_id"], how="anti")
+        .join(competing, on="_row", how="anti")["_row"]
+    )
+    events = events.with_columns(events["role"].scatter(unseen, "context"))
+    if competing.is_empty():
+        return events
+    # The XID precedence made the program error the competing fault's confirmation: it is a
+    # root of its own again, beside that fault.
+    freed = program_errors() & (pl.col("role") == "confirmation") & pl.struct("attempt_id", "caused_by").is_in(
+        competing.select("attempt_id", pl.col("event_id").alias("caused_by")).to_struct().implode())
+    return events.with_columns(
+        pl.when(freed).then(pl.lit("root_candidate")).otherwise(pl.col("role")).alias("role"),
+        pl.when(freed).then(pl.lit(None, dtype=pl.String)).otherwise(pl.col("caused_by")).alias("caused_by"),
+    )

@@ -54,6 +54,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 818|818|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g9|gres/gpu=1,node=1
 819|819|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g10|gres/gpu=1,node=1
 820|820|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g11|gres/gpu=1,node=1
+821|821|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g[20-21]|gres/gpu=16,node=2
+822|822|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g[22-23]|gres/gpu=4,node=2
 """
 
 ERRORS = {
@@ -87,6 +89,15 @@ def verdicts(tmp_path_factory):
         )
         (logs / f"slurm-{job}.out").write_text(
             f"[2026-11-20 10:20:20,000] {ITERATION}\n{BEFORE.get(job, '')}{traceback}{AFTER.get(job, '')}")
+    # 821: a rank on g20 raised a KeyError at 10:20:03 and a GPU of g21 fell off the bus a
+    # second later; the job held both nodes whole (8 GPUs each). 822: the same on nodes it
+    # shared with other jobs (2 GPUs each): the XID may be a neighbour's GPU.
+    for job, first, second in (("821", "g20", "g21"), ("822", "g22", "g23")):
+        (logs / f"{first}.log").write_text(syslog(first, ("10:10:00", "kernel: ok")))
+        (logs / f"{second}.log").write_text(syslog(second, ("10:10:00", "kernel: ok"), ("10:20:04", f"kernel: {XID_79}")))
+        (logs / f"slurm-{job}.out").write_text(
+            f"0: [2026-11-20 10:19:20,000] {ITERATION}\n0: [2026-11-20 10:20:03,000] Traceback (most recent call last):\n"
+            f'0:   File "train.py", line 171, in <module>\n0: {KEY_ERROR}\n')
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -129,3 +140,16 @@ def test_a_cuda_error_of_the_job_confirms_the_gpu_fault(verdicts):
 def test_a_gpu_fault_the_job_saw_stays_the_root_beside_a_program_error(verdicts):
     v = verdicts["813"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["g4"])
+
+
+def test_the_jobs_own_gpu_failing_at_the_moment_of_a_program_error_competes_with_it(verdicts):
+    """On nodes the job held whole, a GPU that fell off the bus a second after a rank's
+    KeyError is the job's own, not a neighbour's: two explanations, neither outranks the
+    other. On shared nodes it may be a neighbour's, and the program error stands."""
+    v = verdicts["821"]
+    assert v["quality"] == "ambiguous"
+    assert {v["domain"], *(a["domain"] for a in v["alternatives"])} == {"workload", "gpu"}
+    assert "g21" in v["culprit_nodes"]
+    v = verdicts["822"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
+    assert role_of(v, "gpu_xid") == "context"
