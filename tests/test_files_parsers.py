@@ -564,6 +564,31 @@ def test_stamps_without_a_zone_are_read_in_the_given_zone(tmp_path):
 
 
 
+def test_stamps_that_go_back_in_the_repeated_hour_are_its_second_pass(tmp_path):
+    """A node logging local time through the autumn change prints the repeated hour twice:
+    once its stamps go back within that hour, they (and the rest of that hour's stamps in
+    the file) are the second pass, CST, an hour after the same wall times' first pass; a
+    job output's Megatron stamps likewise, through their unstamped lines."""
+    syslog = write(tmp_path / "syslog", [
+        f"Nov  1 00:50:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+        f"Nov  1 01:30:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+        f"Nov  1 01:59:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+        f"Nov  1 01:05:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+        f"Nov  1 01:45:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+        f"Nov  1 02:10:00 gpu-ch02 kernel: {FALLEN_OFF[0]}",
+    ])
+    got = read_log_file(syslog, year=2026, timezone="America/Chicago").observations["ts"].to_list()
+    assert got == [datetime(2026, 11, 1, h, m, tzinfo=UTC) for h, m in ((5, 50), (6, 30), (6, 59), (7, 5), (7, 45), (8, 10))]
+    app = write(tmp_path / "slurm-770206.out", [
+        "0: [2026-11-01 01:58:00] iteration     7100/   50000 | consumed samples:      7270400 | lm loss: 3.06076",
+        "0: [2026-11-01 01:00:00] iteration     7200/   50000 | consumed samples:      7372800 | lm loss: 3.05764",
+        "0: Traceback (most recent call last):",
+    ])
+    got = read_log_file(app, source="app", year=2026, timezone="America/Chicago").observations["ts"].to_list()
+    assert got == [datetime(2026, 11, 1, 6, 58, tzinfo=UTC), datetime(2026, 11, 1, 7, 0, tzinfo=UTC),
+                   datetime(2026, 11, 1, 7, 0, tzinfo=UTC)]
+
+
 def test_a_wall_time_the_spring_change_skipped_lands_with_the_offset_before_it(tmp_path):
     """02:30 on the last Sunday of March does not exist in Berlin: such a stamp comes from a
     clock that did not change (a node on UTC or standard time landed with the site's zone).

@@ -124,7 +124,8 @@ is read (zones never change their offset twice within hours)."""
 
 def local_stamps(text: pl.Expr, fmt: str, timezone: str) -> pl.Expr:
     """Stamps without a zone (``text`` in ``fmt``) read as wall time in ``timezone``, in
-    UTC. At the autumn change an hour repeats: its stamps take the earlier instant. A wall
+    UTC. At the autumn change an hour repeats: its stamps take the earlier instant (a file's
+    stamps that go back show the second pass: :func:`second_pass_by_order`). A wall
     time the spring change skipped (``02:30`` in Berlin on the last Sunday of March) cannot
     come from a clock that kept the zone; it comes from one that did not change (a node or
     container on UTC or standard time whose files are landed with the site's zone), and is
@@ -373,6 +374,42 @@ def parse_iso(text: pl.Expr, timezone: str = "UTC") -> pl.Expr:
 def iso_zoned(text: pl.Expr) -> pl.Expr:
     """True for ISO-8601 stamps that end in a zone (:data:`ZONE_SUFFIX`), null for null."""
     return text.str.contains(ZONE_SUFFIX)
+
+
+FOLD_BACK = timedelta(minutes=5)
+"""How far a zoneless stamp of the repeated autumn hour must fall behind the file's latest
+stamp so far to say the clock went back: lines of several processes interleave out of
+order by seconds, not minutes."""
+
+
+def second_pass_by_order(parsed: pl.DataFrame, timezone: str) -> pl.DataFrame:
+    """Zoneless stamps (:data:`ZONELESS`) of the hour the autumn change repeats read at
+    their later instant once their file's stamps went back: :func:`local_stamps` reads that
+    hour's wall times at their earlier instant, so a line of the second pass reads up to an
+    hour before the lines printed just before it. The first stamp of the repeated hour that
+    falls more than :data:`FOLD_BACK` behind the file's latest stamp so far, and whose
+    later instant does not, starts the second pass: from it on, every stamp of that hour
+    in the file (on that local date) takes its later instant. A file that began in the
+    second pass shows no such step back (tying it to its attempt moves it,
+    :func:`ingest.files.land.tie_to_attempts`). Rows are in file order, as parsers keep
+    them."""
+    if timezone == "UTC" or ZONELESS not in parsed.columns:
+        return parsed
+    ts = pl.col("ts")
+    zoneless = pl.col(ZONELESS).fill_null(False) & ts.is_not_null()
+    if not parsed.select(zoneless.any()).item():
+        return parsed
+    wall = ts.dt.convert_time_zone(timezone).dt.replace_time_zone(None)
+    later = wall.dt.replace_time_zone(timezone, ambiguous="latest", non_existent="null").dt.convert_time_zone("UTC")
+    repeated = zoneless & (later != ts).fill_null(False)
+    if not parsed.select(repeated.any()).item():
+        return parsed
+    seen = ts.cum_max().shift(1).over("file")
+    step_back = repeated & (ts < seen - FOLD_BACK).fill_null(False) & (later >= seen - FOLD_BACK).fill_null(False)
+    started = step_back.cast(pl.Int8).cum_max().over("file", wall.dt.date()) == 1
+    return parsed.with_columns(
+        pl.when(repeated & started).then(later).otherwise(ts).cast(TS_DTYPE).alias("ts")
+    )
 
 
 def fill_stamps(parsed: pl.DataFrame, ingest_time: datetime) -> pl.DataFrame:

@@ -10,7 +10,7 @@ import polars as pl
 
 from ingest.files.common import (
     PARSED_COLUMNS, PLACEMENT_COLUMNS, TS_DTYPE, ZONELESS, FileBatch, FilesError, ParseContext, check_timezone,
-    fill_stamps, lines_of, read_bytes,
+    fill_stamps, lines_of, read_bytes, second_pass_by_order,
 )
 from ingest.files.detect import PARSERS, check_source, detect_sources
 from ingest.schema import OBSERVATIONS, REJECTS
@@ -97,7 +97,7 @@ def parse_batch(batch: FileBatch, ctx: ParseContext, source: str | None = None) 
     if ctx.node_pattern is not None:
         frame = frame.with_columns(pl.coalesce("node", pl.col("input_id").str.extract(ctx.node_pattern, 1)).alias("node"))
     origin = pl.concat_str([pl.col("input_id"), pl.lit(":"), pl.col("seq").cast(pl.String)]).alias("origin")
-    accepted = fill_stamps(frame.filter(pl.col("reason").is_null()), ctx.ingest_time)
+    accepted = fill_stamps(second_pass_by_order(frame.filter(pl.col("reason").is_null()), ctx.timezone), ctx.ingest_time)
     zoneless = accepted.group_by("file").agg(pl.col(ZONELESS).sum().cast(pl.Int64))
     files = files.join(zoneless, on="file", how="left", maintain_order="left").with_columns(
         pl.col(ZONELESS).fill_null(0))
