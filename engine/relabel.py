@@ -219,7 +219,8 @@ def apply_precedence(events: pl.DataFrame, rules: list[PrecedenceRule], skew: ti
     pairs = []
     for rule, (prefer, over) in zip(rules, sides, strict=True):
         window = timedelta(seconds=parse_duration(rule.window))
-        pairs.append(_pairs(candidates, prefer, over, rule.scope, window, window, skew, rule.spans))
+        ahead = window if rule.ahead is None else timedelta(seconds=parse_duration(rule.ahead))
+        pairs.append(_pairs(candidates, prefer, over, rule.scope, window, ahead, skew, rule.spans))
     return _relabel(events, pairs, "confirmation", only_roots=True)
 
 

@@ -5,7 +5,7 @@ that one node reports names that node (one node's kernel, whatever nodes the job
 printed the error on), one that several nodes of the job report (as a root or
 as context), or nodes of other jobs or of none, names none;
 a quota names no node, nor does an OUT_OF_MEMORY state alone or a worker's SIGKILL
-with no kernel report. Also: a contained ECC error (XID 94) before the attempt started is the
+with no kernel report; a full /dev/shm names its node while it is the only one reporting it. Also: a contained ECC error (XID 94) before the attempt started is the
 previous job's. Landed through the Slurm connector and the files landing, attributed by a
 run."""
 
@@ -42,6 +42,9 @@ SIGKILLED = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitco
              "(pid: 31631) of binary: /usr/bin/python3")
 # https://github.com/akash-network/support/issues/244
 XID_94 = "NVRM: Xid (PCI:0000:00:08): 94, pid='<unknown>', name=<unknown>, Contained: SM (0x1). RST: No, D-RST: No"
+# https://github.com/NVIDIA/nccl/issues/525 (NCCL could not create its /dev/shm segment)
+SHM_FAILED = ("{node}:3468:3905 [{dev}] include/shm.h:48 NCCL WARN Error while creating shared memory segment "
+              "nccl-shm-recv-1462445a6f01cbfc-1-2-3 (size 9637888)")
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 600|600|train|alice|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n1|gres/gpu=8,node=1
@@ -60,6 +63,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 613|613|train|frank|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n16|gres/gpu=8,node=1
 614|614|train|gina|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[17-18]|gres/gpu=16,node=2
 615|615|train|gina|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[19-20]|gres/gpu=16,node=2
+616|616|train|hank|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[21-22]|gres/gpu=16,node=2
+617|617|train|hank|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[23-24]|gres/gpu=16,node=2
 """
 
 
@@ -112,6 +117,14 @@ def verdicts(tmp_path_factory):
             (logs / f"{node}.log").write_text(syslog(node, ("10:00:01", ALIVE)))
     (logs / "n18.log").write_text(syslog("n18", ("10:00:01", ALIVE))
                                   + _kernel("n18", "10:28:30", LUSTRE_LOST.replace("MDT0000", "OST0006")))
+    # 616: only n22's ranks could not create their NCCL /dev/shm segment (an earlier job's
+    # segments filled it); n21 set up the same way without a word. 617: both nodes' ranks
+    # failed alike (the job's container gave each 64 MB).
+    for job, failing in (("616", ("n22",)), ("617", ("n23", "n24"))):
+        (logs / f"slurm-{job}.out").write_text(f"0: [2026-11-20 10:00:30,000] {ITERATION}\n" + "".join(
+            f"{8 * (int(node[1:]) % 2)}: {SHM_FAILED.format(node=node, dev=0)}\n" for node in failing))
+    for node in ("n21", "n22", "n23", "n24"):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:00:01", ALIVE)))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -197,3 +210,12 @@ def test_node_names_match_whatever_their_case(verdicts):
     assert (v["cause"], v["culprit_nodes"]) == ("storage.filesystem_unavailable", ["orion-01-01"])
     assert v["quality"] == verdicts["603"]["quality"]
     assert all(c["error"] is None for c in v["coverage"])
+
+
+def test_a_full_dev_shm_names_its_node_while_it_is_the_only_one(verdicts):
+    """One node's NCCL could not create its /dev/shm segment while the others, set up alike,
+    could: that node's /dev/shm. Every node failing alike is the job's set-up: no node."""
+    v = verdicts["616"]
+    assert (v["cause"], v["culprit_nodes"]) == ("host.shm_exhausted", ["n22"])
+    v = verdicts["617"]
+    assert (v["cause"], v["culprit_nodes"]) == ("host.shm_exhausted", [])

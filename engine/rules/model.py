@@ -254,6 +254,10 @@ class PrecedenceRule(_Strict):
     over: Selector
     scope: Scope = "attempt"
     window: Duration
+    ahead: Duration | None = None
+    """How long after ``over`` (its latest possible moment) ``prefer`` may come and still
+    outrank it; ``window`` when unset. A GPU's XID explains the CUDA error its process then
+    hits, not one the process hit before the driver saw anything."""
     spans: bool = True
     """Whether an unstamped line counts anywhere in its span (up to the next stamped line of
     its file) when matching the window; ``false`` compares only the stamps the lines read or
