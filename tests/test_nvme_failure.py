@@ -1,0 +1,48 @@
+"""A local NVMe drive that timed out, was reset and then disabled: the disabled device is the
+verdict's cause (the disk failed: replace it), its earlier timeouts its confirmations; a
+timeout the driver recovered from stays the timeout. Real lines (leptonai/gpud's kmsg
+matcher tests), landed through the Slurm connector and the files landing, attributed by a
+run."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from tests.end_to_end import ITERATION, role_of, syslog, verdicts_by_job
+
+TIMEOUT = "kernel: nvme nvme4: I/O tag 22 (2016) opcode 0x2 (Admin Cmd) QID 0 timeout, reset controller"
+DISABLED = "kernel: nvme nvme4: Disabling device after reset failure: -19"
+# https://github.com/pytorch/pytorch/issues/48580 (the error a read on a failing disk raises)
+EIO = "OSError: [Errno 5] Input/output error"
+
+SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+860|860|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q1|gres/gpu=8,node=1
+861|861|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q2|gres/gpu=8,node=1
+"""
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    root = tmp_path_factory.mktemp("nvme")
+    logs = root / "logs"
+    logs.mkdir()
+    # 860: the drive timed out at 10:20:00 and was disabled two seconds later. 861: the same
+    # timeout, and the reset brought the drive back.
+    (logs / "q1.log").write_text(syslog("q1", ("10:05:00", "kernel: ok"), ("10:20:00", TIMEOUT), ("10:20:02", DISABLED)))
+    (logs / "q2.log").write_text(syslog("q2", ("10:05:00", "kernel: ok"), ("10:20:00", TIMEOUT)))
+    for job in ("860", "861"):
+        (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:19:00,000] {ITERATION}\n[2026-11-20 10:20:05,000] {EIO}\n")
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+
+
+def test_a_disabled_drive_is_the_cause_its_timeouts_confirm(verdicts):
+    v = verdicts["860"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_failure", ["q1"])
+
+
+def test_a_drive_that_only_timed_out_stays_a_timeout(verdicts):
+    v = verdicts["861"]
+    assert (v["cause"], v["culprit_nodes"]) == ("storage.disk_timeout", ["q2"])
+    assert role_of(v, "host.nvme_failure") == "root_candidate"
