@@ -385,7 +385,10 @@ def select_root_cause(
     # count of the OOM kills the kernel reported).
     spans = (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") >= pl.col("root_ts"))
     nodeless_report = pl.col("node").is_null() & (pl.col("cause") == pl.col("root_cause"))
-    same_incident = paired.filter(close | ((pl.col("same_node") | nodeless_report) & spans))
+    # A fault a rule placed between nodes without telling which (UNDECIDED_PARAM) is one
+    # incident on all of them, whenever each reported it.
+    undecided = pl.col("root_undecided") & param(UNDECIDED_PARAM).is_not_null() & (pl.col("cause") == pl.col("root_cause"))
+    same_incident = paired.filter(close | ((pl.col("same_node") | nodeless_report) & spans) | undecided)
     # One printed after a report of the root in that report's file (a job output's NCCL
     # teardown below slurmstepd's time-limit banner, or below its count of the OOM kill the
     # kernel's log holds) came after the root, whichever node it names.
@@ -714,9 +717,12 @@ def decide(
     # A time limit or a preemption did not start on a node: policy verdicts name no culprit.
     # A workload fault is the job's own: it names the rank that failed, but no node, GPU or
     # port to take out of service, unless a competing explanation makes every suspect one.
-    # Nor does a root whose rules say its nodes are not at fault (``names_node``).
+    # Nor does a root whose rules say its nodes are not at fault (``names_node``), though a
+    # competing explanation beside it still names its own suspects (a GPU off the bus a
+    # second after the job's own cgroup OOM kill).
     blames_rank = log_root & (pl.col("_domain") != "scheduler")
-    blames = blames_rank & ((pl.col("_domain") != "workload") | pl.col("ambiguous")) & pl.col("names_node").fill_null(True)
+    blames = blames_rank & ((pl.col("_domain") != "workload") | pl.col("ambiguous")) \
+        & (pl.col("names_node").fill_null(True) | pl.col("ambiguous"))
 
     def only_failed(expr: pl.Expr, empty: pl.Expr, when: pl.Expr = blames) -> pl.Expr:
         return pl.when(when).then(expr.fill_null(empty)).otherwise(empty)

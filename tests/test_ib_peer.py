@@ -41,6 +41,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 812|812|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[40-42]|gres/gpu=24,node=3
 813|813|md|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[43-46]|gres/gpu=32,node=4
 814|814|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[47-49]|gres/gpu=24,node=3
+815|815|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[50-51]|gres/gpu=16,node=2
 """
 
 
@@ -183,6 +184,19 @@ def verdicts(tmp_path_factory):
     ids = {"n47": "i-0d0000000000000d4", "n48": "i-0e0000000000000e5", "n49": "i-0f0000000000000f6"}
     (logs / "slurm-814.out").write_text(f"0: [2026-11-20 08:40:00,000] {ITERATION}\n" + "".join(
         efa_unresponsive(rank, node, ids[node], ids["n49"]) + "\n" for rank, node in ((4, "n47"), (12, "n48"))))
+    # Two nodes that only name each other again, n51's reports half a minute after n50's
+    # (each rank's watchdog stamps the next line: PyTorch 2.4's "terminated with exception",
+    # the shape of communication.yaml's watchdog test line, carrying NCCL's result string for
+    # a peer gone): either end, still one incident.
+    watchdog = ("{r}: [rank{r}]:[E1120 {clock}.000000132 ProcessGroupNCCL.cpp:1896] [PG ID 0 PG GUID 0(default_pg) "
+                "Rank {r}] Process group watchdog thread terminated with exception: NCCL error: remote process exited "
+                "or there was a network error, NCCL version 2.21.5\n")
+    (logs / "slurm-815.out").write_text(
+        f"0: [2026-11-20 08:40:00,000] {ITERATION}\n"
+        + retry_exceeded(1, "n50", "10.22.0.51") + "\n" + watchdog.format(r=1, clock="08:40:31")
+        + retry_exceeded(9, "n51", "10.22.0.50") + "\n" + watchdog.format(r=9, clock="08:40:37"))
+    for node in ("n50", "n51"):
+        (logs / f"{node}.log").write_text(syslog(node, ("08:30:00", "kernel: ok"), ("08:55:00", "kernel: ok")))
     ctld = root / "slurmctld.log"
     ctld.write_text("[2026-11-20T09:03:20.846] error: Nodes n49 not responding, setting DOWN\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), more=((ctld, {"node": "ctl1"}),))
@@ -209,6 +223,11 @@ def test_two_nodes_naming_each_other_stay_suspects(verdicts):
     fault."""
     v = verdicts["802"]
     assert (v["culprit_nodes"], v["quality"]) == (["n7", "n8"], "probable")
+
+
+def test_two_nodes_naming_each_other_half_a_minute_apart_are_both_suspects(verdicts):
+    v = verdicts["815"]
+    assert (v["culprit_nodes"], v["quality"]) == (["n50", "n51"], "probable")
 
 
 def test_of_two_nodes_naming_each_other_the_one_whose_port_counted_errors_is_the_end():

@@ -15,7 +15,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ALIVE, CGROUP_OOM, CUDA_OOM, ITERATION, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, CGROUP_OOM, CUDA_OOM, ITERATION, XID_79, syslog, verdicts_by_job
 
 # https://github.com/equinor/ert/issues/7797 (a global OOM: the node ran out of memory)
 GLOBAL_OOM = (
@@ -65,6 +65,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 615|615|train|gina|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[19-20]|gres/gpu=16,node=2
 616|616|train|hank|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[21-22]|gres/gpu=16,node=2
 617|617|train|hank|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[23-24]|gres/gpu=16,node=2
+618|618|train|ivan|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n[25-26]|gres/gpu=16,node=2
 """
 
 
@@ -125,6 +126,11 @@ def verdicts(tmp_path_factory):
             f"{8 * (int(node[1:]) % 2)}: {SHM_FAILED.format(node=node, dev=0)}\n" for node in failing))
     for node in ("n21", "n22", "n23", "n24"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:00:01", ALIVE)))
+    # 618: the job's own cgroup OOM kill on n25 at 10:20:00, and a GPU of n26 off the bus a
+    # second later: two explanations, and n26 a suspect though the OOM kill names no node.
+    (logs / "n25.log").write_text(_kernel("n25", "10:20:00", CGROUP_OOM))
+    (logs / "n26.log").write_text(_kernel("n26", "10:20:01", XID_79))
+    (logs / "slurm-618.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -219,3 +225,9 @@ def test_a_full_dev_shm_names_its_node_while_it_is_the_only_one(verdicts):
     assert (v["cause"], v["culprit_nodes"]) == ("host.shm_exhausted", ["n22"])
     v = verdicts["617"]
     assert (v["cause"], v["culprit_nodes"]) == ("host.shm_exhausted", [])
+
+
+def test_a_rival_beside_a_root_that_names_no_node_still_names_its_own(verdicts):
+    v = verdicts["618"]
+    assert v["quality"] == "ambiguous"
+    assert v["culprit_nodes"] == ["n26"]
