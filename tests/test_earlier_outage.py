@@ -42,6 +42,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 844|844|train|alice|TIMEOUT|0:0|2026-11-20T10:00:00|2026-11-20T14:00:05|k[29-30]|gres/gpu=16,node=2
 845|845|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:52|k[31-32]|gres/gpu=16,node=2
 846|846|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:52|k[33-34]|gres/gpu=16,node=2
+847|847|sft|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:51:00|k35|gres/gpu=8,node=1
 """
 # Horovod's word on the other ranks once one failed, behind Open MPI's --tag-output prefix
 # (horovod/horovod#3412).
@@ -182,6 +183,17 @@ def verdicts(tmp_path_factory):
             + f"1: [rank10]: {CUDA_OOM}\n"
             + "1: W1120 10:21:33.938633 63204 torch/distributed/elastic/multiprocessing/api.py:897] Sending process "
             "63205 closing signal SIGTERM\n")
+    # 847: a one-node fine-tuning job (the Transformers Trainer, whose loss reports carry no
+    # stamp); k35's port went down at 10:05 for good, and the job died of a CUDA OOM whose
+    # unstamped traceback lies anywhere up to torchrun's report at 10:50.
+    (logs / "k35.log").write_text(syslog("k35", ("09:55:00", "kernel: ok"), ("10:05:00", LINK_DOWN)))
+    (logs / "slurm-847.out").write_text(
+        "[INFO|trainer.py:2314] 2026-11-20 10:00:30,280 >> ***** Running training *****\n"
+        + "".join(f"{{'loss': 1.{n:04d}, 'grad_norm': 0.634, 'learning_rate': 1.9e-05, 'epoch': 0.0{n % 10}}}\n"
+                  for n in range(40))
+        + f"{CUDA_OOM}\n"
+        "E1120 10:50:16.000000 140213371852608 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+        "(exitcode: 1) local_rank: 0 (pid: 561513) of binary: /usr/bin/python3\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -276,3 +288,12 @@ def test_a_flap_the_job_reported_steps_after_is_no_root_of_a_later_error(verdict
 def test_a_flap_after_the_last_reported_step_stays_a_root(verdicts):
     v = verdicts["846"]
     assert v["domain"] == "network"
+
+
+def test_a_port_down_for_good_is_no_root_beside_an_error_that_may_have_come_long_after_it(verdicts):
+    """A one-node job's collectives do not cross its InfiniBand port: the job worked on, and
+    the out-of-memory traceback, unstamped, may lie anywhere up to torchrun's report 45
+    minutes after the port went down."""
+    v = verdicts["847"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.cuda_oom", [])
+    assert role_of(v, "fabric.mlx5_link_state") == "context"
