@@ -433,19 +433,19 @@ def _cascade_began(printed: str = "ts") -> pl.Expr:
 
 
 def failing_since(
-    events: pl.DataFrame, *roots: pl.Expr, skew: timedelta = timedelta(0), printed: str = "ts",
+    events: pl.DataFrame, *roots: pl.Expr, skew: timedelta = timedelta(0), roots_printed: str = "ts",
 ) -> pl.DataFrame:
     """``attempt_id`` and ``_failing``: when each attempt of ``events`` started failing — its
     first cascade (:func:`_cascade_began`), the first of the events ``roots`` selects, or
-    its end, whichever is first. ``printed`` is ``ts`` (the earliest it may have started:
-    an unstamped line at the stamp it inherited) or ``ts_hi`` (the latest: anywhere up to
-    the next stamped line).
+    its end, whichever is first. ``roots_printed`` is when a root counts: ``ts`` (the
+    earliest it may have been printed: an unstamped line at the stamp it inherited) or
+    ``ts_hi`` (the latest: anywhere up to the next stamped line).
 
     A cascade printed before the attempt started (by more than ``skew``) is not its own: an
     attempt cannot fail before it runs, and a node's lines from its ``lookback`` window hold
     the teardown of the job before it there (XID 45 as that job's processes were killed)."""
     cascade = (pl.col("role") == "cascade") & (pl.col("ts_hi") >= pl.col("start_ts") - skew).fill_null(True)
-    firsts = [_cascade_began(printed).filter(cascade).min(), *(pl.col(printed).filter(r).min() for r in roots)]
+    firsts = [_cascade_began().filter(cascade).min(), *(pl.col(roots_printed).filter(r).min() for r in roots)]
     return events.group_by("attempt_id").agg(pl.min_horizontal(*firsts, pl.col("end_ts").first()).alias("_failing"))
 
 
@@ -464,11 +464,11 @@ def demote_outlived_roots(
     ``event`` of such outcomes, :meth:`engine.rules.loader.RulePack.passing`), or a port
     that went down (:data:`PORT_DOWN_CAUSES`) that no error of the job confirms (one that
     came back up is :func:`demote_recovered_outages`'s), during the
-    attempt that may have started failing more than ``fail_at_once`` after it, when another
-    root candidate may have been printed that late (their ``ts_hi``: a NIC's transmit queue
-    reset three hours before a CUDA out-of-memory error, an unstamped traceback anywhere up
-    to the next stamp); with no other root, nothing else explains the failure, and the fault
-    stays.
+    attempt that started failing more than ``fail_at_once`` after it, when another root
+    candidate stands there (a NIC's transmit queue reset three hours before a CUDA
+    out-of-memory error; for such a port, one of another domain that may have been printed
+    that late, its ``ts_hi``: an unstamped traceback lies anywhere up to the next stamp);
+    with no other root, nothing else explains the failure, and the fault stays.
 
     "Started failing" is the attempt's first cascade, its first root candidate stamped after
     its start that does not pass by itself, or its end (:func:`failing_since`).
@@ -505,20 +505,25 @@ def demote_outlived_roots(
     suspects = events.filter(early | recovering)["attempt_id"].unique()
     concerned = events.filter(pl.col("attempt_id").is_in(suspects.implode()))
     failing = failing_since(concerned, standing, skew=skew)
-    # A fault that passed was outlived when the attempt may have started failing, and
-    # another root may have been printed, long after it: an unstamped CUDA out-of-memory
-    # traceback in an output whose progress lines carry no stamp lies anywhere up to the
-    # next stamp (a port down 7 minutes into a one-node job that failed 49 minutes later).
-    failing_late = failing_since(concerned, standing, skew=skew, printed="ts_hi").rename({"_failing": "_failing_late"})
-    after = concerned.filter(standing).group_by("attempt_id").agg(pl.col("ts_hi").max().alias("_last_root"))
+    after = concerned.filter(standing).group_by("attempt_id").agg(pl.col("ts").max().alias("_last_root"))
+    # A port down that no error confirms was also outlived when the attempt's first
+    # cascade came long after it and a root of another domain may have been printed that
+    # late: an unstamped CUDA out-of-memory traceback in an output whose progress lines
+    # carry no stamp lies anywhere up to the next stamp (a port down 7 minutes into a
+    # one-node job that failed 49 minutes later). A network error of the job, however
+    # unstamped, is the port's own symptom, not a rival.
+    rival = standing & (pl.col("domain") != "network")
+    failing_late = failing_since(concerned, rival, skew=skew, roots_printed="ts_hi").rename({"_failing": "_failing_late"})
+    after_late = concerned.filter(rival).group_by("attempt_id").agg(pl.col("ts_hi").max().alias("_last_rival"))
     outlived_start = early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once)
-    outlived_fault = (
-        recovering & (pl.col("_failing_late") > pl.col("ts_hi") + fail_at_once)
-        & (pl.col("_last_root") > pl.col("ts_hi") + fail_at_once)
+    since = pl.col("ts_hi") + fail_at_once
+    outlived_fault = recovering & (
+        ((pl.col("_failing") > since) & (pl.col("_last_root") > since))
+        | (port_down & (pl.col("_failing_late") > since) & (pl.col("_last_rival") > since))
     )
     outlived = (
-        concerned.join(failing, on="attempt_id", how="left").join(failing_late, on="attempt_id", how="left")
-        .join(after, on="attempt_id", how="left")
+        concerned.join(failing, on="attempt_id", how="left").join(after, on="attempt_id", how="left")
+        .join(failing_late, on="attempt_id", how="left").join(after_late, on="attempt_id", how="left")
         .filter((outlived_start | outlived_fault).fill_null(False))["_row"]
     )
     return with_role(events, events["_row"].is_in(outlived.implode()), "context").drop("_row", "_passes")
