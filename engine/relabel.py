@@ -512,7 +512,7 @@ def demote_outlived_roots(
     # carry no stamp lies anywhere up to the next stamp (a port down 7 minutes into a
     # one-node job that failed 49 minutes later). A network error of the job, however
     # unstamped, is the port's own symptom, not a rival.
-    rival = standing & (pl.col("domain") != "network")
+    rival = standing & ~pl.col("cause").str.starts_with("network.").fill_null(False)
     failing_late = failing_since(concerned, rival, skew=skew, roots_printed="ts_hi").rename({"_failing": "_failing_late"})
     after_late = concerned.filter(rival).group_by("attempt_id").agg(pl.col("ts_hi").max().alias("_last_rival"))
     outlived_start = early & (pl.col("_failing") > pl.col("start_ts") + fail_at_once)
