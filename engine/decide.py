@@ -46,7 +46,7 @@ import polars as pl
 import pyarrow as pa
 
 from engine.config import NODE_LOG_SOURCES, EngineConfig
-from engine.outages import closed, outage, recoveries
+from engine.outages import closed, confirmed, outage, recoveries
 from engine.rules.loader import RulePack
 from engine.rules.python_rules import SLOW_FAULT_CAUSES, UNDECIDED_PARAM, origin_position, param, with_role
 from ingest.files.common import TS_DTYPE
@@ -221,6 +221,16 @@ def demote_outworked_roots(events: pl.DataFrame, coverage: pl.DataFrame, fail_at
     return with_role(events, pl.col("_row").is_in(outworked.implode()), "context")
 
 
+def outage_rivals(events: pl.DataFrame) -> pl.DataFrame:
+    """``attempt_id`` and ``_rival``: the latest moment (``ts_hi``: an unstamped CUDA error
+    lies anywhere up to the next stamp) a root candidate of each attempt that is no outage
+    (:func:`engine.outages.outage`) may have been printed, one that could explain its
+    failure instead of an outage. The scheduler's end of the job (:data:`LATE_ENDS`) is no
+    rival: it explains when the job stopped, not why it failed."""
+    rival = (pl.col("role") == "root_candidate") & outage(down=True).is_null() & ~pl.col("cause").is_in(LATE_ENDS)
+    return events.filter(rival).group_by("attempt_id").agg(pl.col("ts_hi").max().alias("_rival"))
+
+
 def demote_survived_outages(events: pl.DataFrame, coverage: pl.DataFrame, skew: timedelta) -> pl.DataFrame:
     """Recovered outages the attempt reported progress after become ``context``, beside a
     root candidate that may have been printed after that progress.
@@ -242,22 +252,12 @@ def demote_survived_outages(events: pl.DataFrame, coverage: pl.DataFrame, skew: 
     if progress.is_empty() or not events.select(is_down.any()).item():
         return events
     downs = events.filter(is_down).with_columns(outage(down=True))
-    rivals = (
-        events.filter(root & ~is_down & ~pl.col("cause").is_in(LATE_ENDS))
-        .group_by("attempt_id").agg(pl.col("ts_hi").max().alias("_rival"))
-    )
-    confirmed = (
-        events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
-        .select("attempt_id", pl.col("caused_by").alias("event_id"))
-        .join(downs.select("attempt_id", "event_id", "node"), on=["attempt_id", "event_id"])
-        .select("attempt_id", "node").unique()
-    )
     survived = (
         closed(downs, recoveries(events))
         .join(progress, on="attempt_id")
-        .join(rivals, on="attempt_id")
+        .join(outage_rivals(events), on="attempt_id")
         .filter((pl.col("_up") + skew < pl.col("last_progress")) & (pl.col("_rival") > pl.col("last_progress")))
-        .join(confirmed, on=["attempt_id", "node"], how="anti", nulls_equal=True)
+        .join(confirmed(events, downs), on=["attempt_id", "node"], how="anti", nulls_equal=True)
         ["_row"]
     )
     return with_role(events, pl.col("_row").is_in(survived.implode()), "context")

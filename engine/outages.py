@@ -68,3 +68,17 @@ def closed(downs: pl.DataFrame, ups: pl.DataFrame) -> pl.DataFrame:
         .filter((pl.col("port").is_null() | pl.col("port").eq_missing(pl.col("_up_port"))) & (pl.col("_up") >= pl.col("ts")))
         .drop("_up_port")
     )
+
+
+def confirmed(events: pl.DataFrame, downs: pl.DataFrame) -> pl.DataFrame:
+    """``attempt_id``, ``node`` and ``_confirmed`` (the first one's stamp) of the nodes whose
+    outages of ``downs`` (with ``event_id``) errors of ``events`` were tied to as their
+    confirmations (NCCL's ``NET/IB`` retry errors): the job felt those outages. One confirmed
+    outage stands for every outage of its node in the attempt (the kernel reports one flap
+    at the netdev and at the HCA port, and the errors link to one of them)."""
+    return (
+        events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+        .select("attempt_id", pl.col("caused_by").alias("event_id"), pl.col("ts").alias("_confirmed"))
+        .join(downs.select("attempt_id", "event_id", "node"), on=["attempt_id", "event_id"])
+        .group_by("attempt_id", "node").agg(pl.col("_confirmed").min())
+    )

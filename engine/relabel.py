@@ -16,8 +16,8 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
-from engine.decide import INFRASTRUCTURE, LATE_ENDS, reports_timeout
-from engine.outages import closed, outage, recoveries
+from engine.decide import INFRASTRUCTURE, LATE_ENDS, outage_rivals, reports_timeout
+from engine.outages import closed, confirmed, outage, recoveries
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 from engine.rules.python_rules import with_role
 
@@ -294,32 +294,18 @@ def demote_recovered_outages(events: pl.DataFrame, skew: timedelta) -> pl.DataFr
     # Another root candidate that may have been printed well after the link came back (an
     # unstamped CUDA error in an output with no stamp at all lies anywhere up to the
     # attempt's end) explains the failure as well, and nothing ties the failure to the flap.
-    # The scheduler's end of the job (its time limit, a cancel, a preemption: LATE_ENDS) is
-    # no rival: it explains when the job stopped, not why it failed.
-    rivals = (
-        outaged.filter((pl.col("role") == "root_candidate") & ~is_down & ~pl.col("cause").is_in(LATE_ENDS))
-        .group_by("attempt_id").agg(pl.col("ts_hi").max().alias("_rival"))
-    )
-    # A confirmed outage keeps every outage of its node in the attempt: the kernel reports
-    # one flap at the netdev and at the HCA port, and the errors link to one of them. An
-    # error printed only after the link had been back for FELT_WITHIN cannot be the flap's
-    # doing (NCCL gives up on an unanswered send within seconds): precedence links it to the
-    # attempt's earliest outage within its window, which may be another node's flap that
-    # recovered long before.
-    confirmed = (
-        events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
-        .select("attempt_id", pl.col("caused_by").alias("event_id"), pl.col("ts").alias("_confirmed"))
-        .join(downs.select("attempt_id", "event_id", "node"), on=["attempt_id", "event_id"])
-        .group_by("attempt_id", "node").agg(pl.col("_confirmed").min())
-    )
+    # An error printed only after the link had been back for FELT_WITHIN cannot be the
+    # flap's doing (NCCL gives up on an unanswered send within seconds): precedence links
+    # it to the attempt's earliest outage within its window, which may be another node's
+    # flap that recovered long before.
     felt = (pl.col("_confirmed") <= pl.col("_up") + FELT_WITHIN).fill_null(False)
     recovered = (
         closed(downs, ups)
         .join(failing, on="attempt_id")
-        .join(rivals, on="attempt_id", how="left")
+        .join(outage_rivals(outaged), on="attempt_id", how="left")
         .filter((pl.col("_up") + FELT_WITHIN < pl.col("_failing"))
                 | (pl.col("_up") + FELT_WITHIN < pl.col("_rival")).fill_null(False))
-        .join(confirmed, on=["attempt_id", "node"], how="left", nulls_equal=True)
+        .join(confirmed(events, downs), on=["attempt_id", "node"], how="left", nulls_equal=True)
         .filter(~felt)
         ["_row"]
     )

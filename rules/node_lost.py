@@ -92,13 +92,12 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     # A node slurmctld found responding again before the end was not the one it lost.
     back = known_events(events, context, [RESPONDING_EVENT], ["cluster", "node", "ts"]).rename({"ts": "_back"})
     answered = (
-        candidates.filter(silent).select("attempt_id", "cluster", "node", "ts", "end_ts").join(back, on=["cluster", "node"])
+        candidates.filter(silent).select("attempt_id", "cluster", "node", "ts", "end_ts", "event")
+        .join(back, on=["cluster", "node"])
         .filter((pl.col("_back") > pl.col("ts")) & (pl.col("_back") <= pl.col("end_ts")))
-        .select("attempt_id", "node", "ts").unique()
     )
     found = (
-        candidates.join(answered.with_columns(_back=pl.lit(True)), on=["attempt_id", "node", "ts"], how="left")
-        .filter(~(silent & pl.col("_back").fill_null(False))).drop("_back")
+        candidates.join(answered, on=["attempt_id", "node", "ts", "event"], how="anti")
         # A boot says more than a stall (the node did go down): it is the one kept.
         .sort("attempt_id", "node", booted, "ts", "origin", descending=[False, False, True, False, False])
         .group_by("attempt_id", "node", maintain_order=True)
