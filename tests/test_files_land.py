@@ -675,6 +675,40 @@ def test_a_requeued_jobs_appended_output_gives_each_run_its_own_nodes(tmp_path):
     assert rows[0] == (1, "slurm/c1/88/0", "c03")  # run 0's task 0, where srun saw it
 
 
+def test_unstamped_lines_below_a_jobs_cancellation_banner_are_the_next_runs(tmp_path):
+    """Both runs of job 89 ran on c02 and c03, so no node tells them apart. slurmstepd's
+    banner for the whole job ends run 0; srun's teardown under it is still run 0's, and
+    from the traceback on, the unstamped lines are run 1's (dated from its start), though
+    they inherit the banner's stamp, from before run 1 started. Without the banner a line
+    follows its inherited stamp."""
+    lake = Lake(tmp_path / "lake")
+    land_attempts(lake, [
+        run_of("slurm/c1/89/0", "89", ts(2026, 12, 6, 17, 0), ts(2026, 12, 6, 18, 0), ["c02", "c03"], 1),
+        run_of("slurm/c1/89/1", "89", ts(2026, 12, 6, 18, 2), ts(2026, 12, 6, 18, 5), ["c02", "c03"], 1, index=1),
+    ])
+    out = tmp_path / "slurm-89.out"
+    # slurmstepd's banner (Slurm's req.c format) and srun's teardown lines
+    # (desihub/desitarget#628)
+    banner = "slurmstepd: error: *** JOB 89 ON c02 CANCELLED AT 2026-12-06T18:00:00 DUE TO JOB REQUEUE ***\n"
+    tail = (
+        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.\n"
+        "srun: error: c03: task 1: Killed\n"
+        "0: Traceback (most recent call last):\n"
+        "0: RuntimeError: Error(s) in loading state_dict for GPTModel:\n"
+        "srun: error: c02: task 0: Exited with exit code 1\n"
+    )
+    out.write_text("0: [2026-12-06 17:59:00,000] step 10\n" + banner + tail)
+    land_log_files(lake, [out], cluster=CLUSTER, year=2026)
+    rows = observations(lake).sort("seq").select("attempt_id", "ts").rows()
+    run0, run1 = ("slurm/c1/89/0", ts(2026, 12, 6, 18, 0)), ("slurm/c1/89/1", ts(2026, 12, 6, 18, 2))
+    assert rows == [("slurm/c1/89/0", ts(2026, 12, 6, 17, 59)), run0, run0, run0, run1, run1, run1]
+
+    # A step's banner ends one step, not the run: what follows stays where its stamp puts it.
+    out.write_text("0: [2026-12-06 17:59:00,000] step 10\n" + banner.replace("JOB 89", "STEP 89.0") + tail)
+    land_log_files(lake, [out], cluster=CLUSTER, year=2026)
+    assert {a for a, _ in observations(lake).select("attempt_id", "ts").rows()} == {"slurm/c1/89/0"}
+
+
 def test_a_heterogeneous_jobs_output_goes_to_the_component_on_each_lines_node(tmp_path):
     """A heterogeneous job's components (sacct's ``900+0`` on h01, ``900+1`` on h02 and h03,
     started together) write one output file named after the leader, ``slurm-900.out``. A

@@ -115,6 +115,10 @@ SLURM_TOOL = r"^(?P<tool>srun|slurmstepd|salloc|sbatch)(?:\[[0-9]+\])?: "
 CANCELLED_AT = r"\*\*\* (?:JOB|STEP) \S+ (?:ON \S+ )?CANCELLED AT ([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})\b"
 """slurmstepd's banner (``*** STEP 1003.0 ON gpu007 CANCELLED AT 2026-11-28T12:20:41 ***``;
 older Slurm prints the host at the end); group 1 is its time."""
+JOB_CANCELLED = r"\*\*\* JOB \S+ (?:ON \S+ )?CANCELLED AT "
+"""slurmstepd's banner for the whole job (not one step; older Slurm prints the host at the
+end): the batch script was killed, so below the srun/slurmstepd teardown right under it,
+the lines of the same output file were printed by a later run of the job."""
 MPICH_ERROR_AT = (
     r"MPICH ERROR \[Rank [0-9]+\] \[job id [^\]]*\] "
     r"\[([A-Z][a-z]{2} [A-Z][a-z]{2} +[0-9]{1,2} [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4})\]"

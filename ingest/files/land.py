@@ -21,6 +21,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ingest.files.app import JOB_CANCELLED
 from ingest.files.common import (
     PLACEMENT_COLUMNS, TS_DTYPE, ZONELESS, FileBatch, FilesError, ParseContext, check_timezone, lines_of, read_log_bytes,
 )
@@ -366,7 +367,9 @@ def tie_to_attempts(
         tied = tied.join(hits.select("_row", "_attempt"), on="_row", how="left", maintain_order="left").with_columns(
             pl.coalesce("_attempt", "attempt_id").alias("attempt_id")
         ).drop("_attempt")
-        tied = _on_its_nodes_attempt(tied, cands.join(split_files, on="file", how="semi"))
+        split_cands = cands.join(split_files, on="file", how="semi")
+        tied = _below_job_banner(tied, obs.select("program", "message"), split_cands)
+        tied = _on_its_nodes_attempt(tied, split_cands)
     placed = cands.select(
         "attempt_id",
         pl.col("ranks_per_node").cast(pl.Int64).alias("_tasks"),
@@ -457,6 +460,62 @@ def srun_task_nodes(obs: pl.DataFrame) -> pl.DataFrame:
         .explode("slot")
         .unique(["file", "attempt_id", "slot"], keep="first", maintain_order=True)
     )
+
+
+SCHEDULER_TOOLS = ("srun", "slurmstepd")
+"""The programs whose lines below a job's cancellation banner are still that run's teardown
+(``srun: Job step aborted: …``, ``srun: error: gpu052: task 3: Killed``)."""
+
+
+def _below_job_banner(tied: pl.DataFrame, printed: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
+    """``tied`` with the unstamped lines of the next run of a requeued job, in its appended
+    output, moved off the run before it.
+
+    slurmstepd's banner for the whole job (:data:`~ingest.files.app.JOB_CANCELLED`: ``***
+    JOB 81600 ON gx122 CANCELLED AT 2026-11-12T10:09:40 DUE TO JOB REQUEUE ***``) ends the
+    run: below it come that run's srun/slurmstepd teardown lines, then, from the first line
+    of any other program, what the next run printed. Lines without a stamp of their own
+    inherit the banner's, which is before the next run started, so the split by start time
+    gives them to the run that ended. They go to the first attempt that started after the
+    banner's (a heterogeneous job's leader), dated no earlier than its start. ``printed``:
+    the ``program`` and ``message`` of ``tied``'s rows."""
+    marks = pl.DataFrame({"_row": tied["_row"], "program": printed["program"], "message": printed["message"]}).filter(
+        tied["_split"].fill_null(False))
+    banner = (pl.col("program") == "slurmstepd") & pl.col("message").str.contains(JOB_CANCELLED)
+    marks = marks.with_columns(banner.fill_null(False).alias("_banner"))
+    if not marks["_banner"].any():
+        return tied
+    # The first attempt of the run that started next after each attempt of the file.
+    runs = cands.group_by("file", "start_ts").agg(pl.col("attempt_id").sort_by("_k").first().alias("_next")) \
+        .sort("file", "start_ts").with_columns(pl.col("_next").shift(-1).over("file"))
+    nexts = cands.select("file", pl.col("attempt_id").alias("_ended"), "start_ts") \
+        .join(runs, on=["file", "start_ts"]).drop("start_ts")
+    starts = cands.select(pl.col("attempt_id").alias("_next"), pl.col("start_ts").alias("_next_start"))
+    runs_of = cands.select("attempt_id", pl.col("start_ts").alias("_own_start"))
+    segment = pl.col("_banner").cum_sum().over("file")
+    below = (
+        marks.join(tied.select("_row", "file", "ts", "ts_source", "attempt_id"), on="_row")
+        .with_columns(
+            pl.when(pl.col("_banner")).then(pl.col("attempt_id")).forward_fill().over("file").alias("_ended"),
+            segment.alias("_segment"),
+        )
+        # From the first line below the banner that is not the scheduler's teardown on.
+        .filter((pl.col("_segment") > 0) & ~pl.col("_banner"))
+        .filter((~pl.col("program").is_in(SCHEDULER_TOOLS).fill_null(False)).cum_sum().over("file", "_segment") > 0)
+        .filter(pl.col("ts_source") != "line")
+        .join(nexts, on=["file", "_ended"])
+        .join(starts, on="_next")
+        .join(runs_of, on="attempt_id")
+        .filter(pl.col("_own_start") < pl.col("_next_start"))
+        .select("_row", "_next", "_next_start")
+    )
+    if below.is_empty():
+        return tied
+    return tied.join(below, on="_row", how="left", maintain_order="left").with_columns(
+        pl.coalesce("_next", "attempt_id").alias("attempt_id"),
+        pl.when(pl.col("_next").is_not_null()).then(pl.max_horizontal("ts", "_next_start")).otherwise(pl.col("ts"))
+        .cast(TS_DTYPE).alias("ts"),
+    ).drop("_next", "_next_start")
 
 
 def _on_its_nodes_attempt(tied: pl.DataFrame, cands: pl.DataFrame) -> pl.DataFrame:
