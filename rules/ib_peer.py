@@ -33,7 +33,10 @@ confirms it).
 
 The shared end's reports stay root candidates and the other nodes' reports become cascades
 of its first one; a shared end that reported nothing itself (its log lost with it) gets a
-root candidate of its own, of which every report is a cascade; when that silent end's own
+root candidate of its own, of which every report is a cascade, marked
+:data:`~engine.rules.python_rules.UNDECIDED_PARAM` (only the others' reports place the
+fault, and nothing says whether its HCA, its cable or the node itself broke: the verdict is
+never ``definitive``); when that silent end's own
 kernel reported a fault of its GPU or host, or one of its ranks died of the job's own error
 (:data:`LATE_DOMAINS`), before the first report can have been printed (its ``ts_hi``: an unstamped report only inherited an earlier stamp,
 and a node that shut down at 15:44 is why reports stamped "15:41" failed), or stamped
@@ -252,6 +255,10 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         events, rule_id=RULE_ID, event=SILENT_END_EVENT, domain="network", cause="network.transport_retry_exceeded",
         role="root_candidate", action="check_fabric_port",
     )
+    # Only the others' reports place it: its own logs say nothing of what broke (its HCA,
+    # its cable, the node itself), so the verdict is never definitive.
+    added = with_param(added, pl.lit(True), UNDECIDED_PARAM,
+                       "only the other nodes' failing connections place the fault; this node reported nothing")
     first = pl.concat([
         first, late, added.select("attempt_id", pl.col("event_id").alias("_root"), pl.col("node").alias("_end")),
     ])

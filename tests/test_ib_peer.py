@@ -251,6 +251,26 @@ def test_of_two_nodes_naming_each_other_the_one_whose_port_counted_errors_is_the
     assert culprits == {"one": ["one8"], "none": ["none7", "none8"], "both": ["both7", "both8"]}
 
 
+def test_a_shared_end_that_reported_nothing_itself_is_never_definitive():
+    """Every node of both attempts has its log (full coverage). loud3 names the others'
+    addresses too: its own failing connections are the fault seen from its end. quiet3
+    printed nothing, so only the others' reports place the fault there, and nothing says
+    whether its HCA, its cable or the node itself broke."""
+    att = attempts(*({"attempt_id": a, "job_id": a, "nodes": [f"{a}1", f"{a}2", f"{a}3"], "n_nodes": 3}
+                     for a in ("loud", "quiet")))
+    report = {"rule_id": "fabric.nccl_ib_completion_error", "event": "network.ib_retry_exceeded",
+              "domain": "network", "cause": "network.transport_retry_exceeded", "role": "root_candidate",
+              "action": "check_fabric_port", "source": "app", "ts": at(10)}
+    rows = []
+    for a in ("loud", "quiet"):
+        rows += [{**report, "attempt_id": a, "node": f"{a}{n}", "rank": 8 * (n - 1), "params": f'{{"peer": "10.0.{a}.3"}}'}
+                 for n in (1, 2)]
+    rows.append({**report, "attempt_id": "loud", "node": "loud3", "rank": 16, "params": '{"peer": "10.0.loud.1"}'})
+    verdicts, _ = attribute(att, events(*rows), full_coverage(att), load_rule_pack(), EngineConfig())
+    got = {r["attempt_id"]: (r["culprit_nodes"], r["quality"]) for r in verdicts.to_dicts()}
+    assert got == {"loud": (["loud3"], "definitive"), "quiet": (["quiet3"], "probable")}
+
+
 def test_the_shared_address_names_its_node_through_nccls_bootstrap_banner(verdicts):
     v = verdicts["803"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("network", "network.transport_retry_exceeded", ["n11"])

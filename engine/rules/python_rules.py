@@ -223,8 +223,9 @@ def origin_position() -> list[pl.Expr]:
 UNDECIDED_PARAM = "undecided"
 """The param a rule sets (:func:`with_param`, to why) on the root candidates of a fault it
 placed between several nodes without telling which of them is at fault (two nodes whose
-failing connections name only each other, ``ib_peer.py``): the verdict names them all, and
-is never ``definitive`` (:func:`engine.decide.decide`)."""
+failing connections name only each other, ``ib_peer.py``), or on a node only the others'
+reports place (the silent end of every failing connection, ``ib_peer.py``): the verdict
+names them all, and is never ``definitive`` (:func:`engine.decide.decide`)."""
 
 
 def with_param(events: pl.DataFrame, mask: pl.Series | pl.Expr, name: str, value: str) -> pl.DataFrame:
