@@ -11,7 +11,9 @@ skew`` across nodes, ``tie_window`` on one node):
 * in another domain — competing explanations: ``quality = ambiguous``, listed in
   ``alternatives``. So is a candidate of another domain and another node known only
   within a span (an unstamped line, see :func:`engine.correlate.add_time_bounds`) that
-  includes the root's moment: it may have come first.
+  includes the root's moment: it may have come first, and a report of another node
+  printed after the root that says its fault had lasted since before it (a CPU "stuck for
+  48s", :func:`onset`).
 
 A root candidate the attempt's progress reports went on long after, with another root
 candidate printed long after it, is context: the job trained through it
@@ -300,6 +302,18 @@ def _several_clients() -> pl.Expr:
     )
 
 
+STUCK_S = r'"stuck_s": ?"?([0-9]+)'
+"""The ``stuck_s`` value of a params JSON object (a soft lockup's "stuck for 74s"), as group 1."""
+
+
+def onset() -> pl.Expr:
+    """When an event's fault began: its stamp, less the time a report says the fault had
+    lasted by then (``stuck_s``: the kernel reports a CPU stuck for 74 s when it has been
+    stuck that long)."""
+    stuck = pl.col("params").str.extract(STUCK_S, 1).cast(pl.Int64, strict=False).fill_null(0)
+    return pl.col("ts") - pl.duration(seconds=stuck)
+
+
 def select_root_cause(
     events: pl.DataFrame, config: EngineConfig, naming: pl.DataFrame | None = None,
     idle: pl.DataFrame | None = None,
@@ -336,7 +350,7 @@ def select_root_cause(
         .select("_row", "attempt_id", "cluster", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank",
                 "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source", "source")
         .filter(~late | late.all().over("attempt_id"))
-        .with_columns(*origin_position())
+        .with_columns(*origin_position(), onset().alias("_onset"))
         .sort(["attempt_id", "ts_hi", "ts", "_file", "_line", "node", "rule_id", "event_id"], nulls_last=True)
         .collect()
     )
@@ -400,7 +414,11 @@ def select_root_cause(
     other_node = pl.col("node").is_not_null() & pl.col("root_node").is_not_null() & ~pl.col("same_node")
     below_root = (pl.col("_line") > pl.col("_reported_line")).fill_null(False)
     spans_root = other_node & ~below_root & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
-    rivals = paired.filter(close | spans_root)
+    # A report of another node printed after the root that says how long its fault had
+    # lasted by then (a CPU "stuck for 48s") began before the root may have: it was under
+    # way when the root struck, and no clock orders the two.
+    under_way = other_node & (pl.col("ts") >= pl.col("root_ts")) & (pl.col("_onset") <= pl.col("root_ts_hi") + skew)
+    rivals = paired.filter(close | spans_root | under_way)
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
     names = pl.col("names_node")

@@ -16,7 +16,7 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
-from engine.decide import INFRASTRUCTURE, LATE_ENDS, outage_rivals, reports_timeout
+from engine.decide import INFRASTRUCTURE, LATE_ENDS, onset, outage_rivals, reports_timeout
 from engine.outages import closed, confirmed, outage, recoveries
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 from engine.rules.python_rules import with_role
@@ -338,7 +338,7 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     then named by the python rules (``straggler.py``). A workload root printed late stays:
     it may report the stall itself (``DataLoader timed out after 300 seconds``). A report of
     how long the fault had lasted when it was printed (a CPU "stuck for 74s") dates it by
-    its onset (:func:`_onset`). So is a scheduler's end of the job stamped that late
+    its onset (:func:`engine.decide.onset`). So is a scheduler's end of the job stamped that late
     (:data:`engine.decide.LATE_ENDS`: ``scancel``'s banner, the time limit's, a preemption's): someone,
     the clock or the scheduler stopped a job that was already stuck (ranks that keep waiting
     once their watchdog fired, with ``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``, until the limit
@@ -374,7 +374,7 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     )
     waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most"))
     late = (
-        events.select("attempt_id", "node", "domain", _onset().alias("_onset"), candidate=candidate)
+        events.select("attempt_id", "node", "domain", onset().alias("_onset"), candidate=candidate)
         .join(hung, on="attempt_id", how="left", maintain_order="left")
         .join(reporting, on=["attempt_id", "node"], how="left", maintain_order="left")
         .join(most, on="attempt_id", how="left", maintain_order="left")
@@ -383,18 +383,6 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
         .to_series()
     )
     return with_role(events, late, "context")
-
-
-STUCK_S = r'"stuck_s": ?"?([0-9]+)'
-"""The ``stuck_s`` value of a params JSON object (a soft lockup's "stuck for 74s"), as group 1."""
-
-
-def _onset() -> pl.Expr:
-    """When an event's fault began: its stamp, less the time a report says the fault had
-    lasted by then (``stuck_s``: the kernel reports a CPU stuck for 74 s when it has been
-    stuck that long)."""
-    stuck = pl.col("params").str.extract(STUCK_S, 1).cast(pl.Int64, strict=False).fill_null(0)
-    return pl.col("ts") - pl.duration(seconds=stuck)
 
 
 def _timeout_ms() -> pl.Expr:

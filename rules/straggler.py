@@ -46,6 +46,13 @@ repeated report counts when any of its repeats falls in that wait) hung or crawl
 those reports become its root candidates (never ``definitive``: nothing links the
 timeouts to them).
 
+A silent node's reports of that kind count beside a root candidate another node already
+has, too (a GPU that fell off the bus on another silent node): a whole node that reported
+no timeout and no root candidate of its own, but its CPUs stuck during the wait, is as
+good a reason for the hang, and they become its root candidates for the verdict to weigh
+against the other (one stuck since before the other fault is its rival:
+:func:`engine.decide.onset`).
+
 When every rank timed out, none is missing; but a collective every rank entered still
 waits for the slowest, and a node whose kernel reported tasks blocked for minutes
 (``host.hung_task``, a cascade on its own: a hung filesystem or driver call makes them,
@@ -109,25 +116,21 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     watchdog timeout but one, or but ranks of one node (a ``workload`` root for rank 0
     alone, ``context`` otherwise), and make what the silent node reported while the others
     waited (:data:`WAIT_REPORTS`) its root candidates; where every rank timed out, make the hung-task
-    reports of the one node that printed any during the wait its root candidates."""
+    reports of the one node that printed any during the wait its root candidates. In an
+    attempt with a root candidate, a whole silent node's wait reports become root
+    candidates beside it (:func:`_stalls_beside_roots`)."""
     if events.is_empty() or context.attempts.is_empty():
         return events
-    timeouts = events.filter((pl.col("event") == COLLECTIVE_TIMEOUT_EVENT) & pl.col("rank").is_not_null()).join(
-        rooted_attempts(events), on="attempt_id", how="anti"
-    )
+    timeouts = events.filter((pl.col("event") == COLLECTIVE_TIMEOUT_EVENT) & pl.col("rank").is_not_null())
+    rooted = rooted_attempts(events)
+    events = _stalls_beside_roots(events, timeouts.join(rooted, on="attempt_id", how="semi"), context.attempts)
+    timeouts = timeouts.join(rooted, on="attempt_id", how="anti")
     if timeouts.is_empty():
         return events
-    # A row may stand for the same line of several ranks of its node (``ranks``).
-    ranks = pl.coalesce("ranks", pl.concat_list("rank")).alias("_rank")
-    reported = (
-        timeouts.select("attempt_id", ranks).explode("_rank")
-        .group_by("attempt_id").agg(pl.col("_rank").cast(pl.Int64).unique().alias("_reported"))
-    )
+    world, firsts, noticed = _wait(timeouts, context.attempts)
     # The ranks of a node are consecutive: sorted, the first and last missing ranks share
     # a node only when all of them do.
     at = pl.col("_missing").list.first() // pl.col("_per_node")
-    world = reported.join(_world(context.attempts), on="attempt_id").with_columns(
-        pl.int_ranges(0, pl.col("_world")).list.set_difference("_reported").list.sort().alias("_missing"))
     missing = (
         world.filter((pl.col("_missing").list.len() > 0) & (at == pl.col("_missing").list.last() // pl.col("_per_node")))
         .select(
@@ -138,26 +141,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
             pl.col("_world"),
         )
     )
-    # The first timeout line of each attempt carries every column; a new event is built
-    # from it. The timeout and the collective's number come from the lines that say them:
-    # not every timeout line does (the watchdog's exception line, printed with the same
-    # stamp, names neither).
-    said = timeouts.sort("attempt_id", "ts", "event_id").group_by("attempt_id").agg(
-        pl.col("params").str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False).max().alias("_timeout_ms"),
-        pl.col("params").str.json_path_match("$.seqnum").drop_nulls().first().alias("_seqnum"),
-    )
-    firsts = (
-        timeouts.sort("attempt_id", "ts", "event_id")
-        .group_by("attempt_id", maintain_order=True)
-        .first()
-        .join(said, on="attempt_id", how="left")
-    )
-    timeout_ms = pl.col("_timeout_ms").fill_null(0)
-    # Not before the attempt started: an unstamped timeout line only inherited an earlier stamp.
-    began = pl.max_horizontal(pl.col("ts") - pl.duration(milliseconds=timeout_ms), pl.col("start_ts"))
-    # The latest moment the first timeout can have been printed: a timeout line without a
-    # stamp of its own only inherited an earlier one (``ts_hi``).
-    noticed = timeouts.group_by("attempt_id").agg(pl.col("ts_hi").min().alias("_noticed"))
+    began = _began()
     everyone = world.filter(pl.col("_missing").list.len() == 0)
     events = _hung_node_as_root(
         events, firsts.join(everyone, on="attempt_id", how="semi").select("attempt_id", began.alias("_began"))
@@ -200,6 +184,65 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         first.filter(pl.col("_alone")).select("attempt_id", "_node", "_rank", began.alias("_began")),
     )
     return _stalls_as_roots(_storage_stalls_as_roots(events, waited), waited)
+
+
+def _began() -> pl.Expr:
+    """When the collective that timed out began, on a first timeout row of :func:`_wait`:
+    its stamp less its ``Timeout(ms)``, not before the attempt started (an unstamped
+    timeout line only inherited an earlier stamp)."""
+    return pl.max_horizontal(pl.col("ts") - pl.duration(milliseconds=pl.col("_timeout_ms").fill_null(0)),
+                             pl.col("start_ts"))
+
+
+def _wait(timeouts: pl.DataFrame, attempts: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """What the watchdog timeouts of each attempt say of the wait: ``world`` (per attempt
+    with a known world size: ``nodes``, ``_per_node``, ``_world`` and the ``_missing`` ranks
+    that reported none), ``firsts`` (each attempt's first timeout row, with the
+    ``_timeout_ms`` and ``_seqnum`` the lines say) and ``noticed`` (``_noticed``: the latest
+    moment the first timeout can have been printed, its ``ts_hi``)."""
+    # A row may stand for the same line of several ranks of its node (``ranks``).
+    ranks = pl.coalesce("ranks", pl.concat_list("rank")).alias("_rank")
+    reported = (
+        timeouts.select("attempt_id", ranks).explode("_rank")
+        .group_by("attempt_id").agg(pl.col("_rank").cast(pl.Int64).unique().alias("_reported"))
+    )
+    world = reported.join(_world(attempts), on="attempt_id").with_columns(
+        pl.int_ranges(0, pl.col("_world")).list.set_difference("_reported").list.sort().alias("_missing"))
+    # The first timeout line of each attempt carries every column; a new event is built
+    # from it. The timeout and the collective's number come from the lines that say them:
+    # not every timeout line does (the watchdog's exception line, printed with the same
+    # stamp, names neither).
+    said = timeouts.sort("attempt_id", "ts", "event_id").group_by("attempt_id").agg(
+        pl.col("params").str.json_path_match("$.timeout_ms").cast(pl.Int64, strict=False).max().alias("_timeout_ms"),
+        pl.col("params").str.json_path_match("$.seqnum").drop_nulls().first().alias("_seqnum"),
+    )
+    firsts = (
+        timeouts.sort("attempt_id", "ts", "event_id")
+        .group_by("attempt_id", maintain_order=True)
+        .first()
+        .join(said, on="attempt_id", how="left")
+    )
+    noticed = timeouts.group_by("attempt_id").agg(pl.col("ts_hi").min().alias("_noticed"))
+    return world, firsts, noticed
+
+
+def _stalls_beside_roots(events: pl.DataFrame, timeouts: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with what each whole node that reported no timeout, in an attempt with a
+    root candidate already, reported while the others waited (:data:`WAIT_REPORTS`) made
+    root candidates, where that node has no root candidate of its own: a silent node's CPUs
+    stuck during the wait are as good a reason for the hang as another node's fault, and
+    the verdict weighs them (``timeouts``: those attempts' watchdog timeouts)."""
+    if timeouts.is_empty():
+        return events
+    world, firsts, noticed = _wait(timeouts, attempts)
+    own_roots = events.filter((pl.col("role") == "root_candidate") & pl.col("node").is_not_null()) \
+        .select("attempt_id", pl.col("node").alias("_node")).unique()
+    silent = _silent_nodes(world).join(own_roots, on=["attempt_id", "_node"], how="anti")
+    if silent.is_empty():
+        return events
+    return _stalls_as_roots(
+        events, silent.join(firsts.select("attempt_id", _began().alias("_began")), on="attempt_id")
+        .join(noticed, on="attempt_id"))
 
 
 def _storage_stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame:

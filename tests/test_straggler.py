@@ -47,6 +47,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 628|628|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[63-64]|gres/gpu=4,node=2
 629|629|train|alice|PREEMPTED|0:15|2026-11-20T10:00:00|2026-11-20T10:58:05|n[65-66]|gres/gpu=4,node=2
 630|630|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[67-69]|gres/gpu=6,node=3
+631|631|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[70-72]|gres/gpu=6,node=3
+632|632|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[73-75]|gres/gpu=6,node=3
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -135,6 +137,14 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-630.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
     for node in ("n68", "n69"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:31:10", SOFT_LOCKUP)))
+    # 631: n71 and n72 both silent while n70's ranks waited: n71's GPU fell off the bus at
+    # 10:31:00, and n72's CPU, reported stuck for 27 s at 10:31:20, was stuck since 10:30:53.
+    # 632: the same, but n75's CPU got stuck four minutes after n74's GPU fell off.
+    for job, (timed_out, gpu, cpu), stuck in (("631", ("n70", "n71", "n72"), "10:31:20"),
+                                               ("632", ("n73", "n74", "n75"), "10:35:20")):
+        (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
+        (logs / f"{gpu}.log").write_text(syslog(gpu, ("10:29:00", "kernel: ok"), ("10:31:00", f"kernel: {XID_79}")))
+        (logs / f"{cpu}.log").write_text(syslog(cpu, ("10:29:00", "kernel: ok"), (stuck, SOFT_LOCKUP)))
     # 629: 610's hang, ended by a preemption eighteen minutes after the watchdog fired.
     (logs / "slurm-629.out").write_text(
         "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
@@ -323,6 +333,21 @@ def test_a_slow_reply_on_the_silent_node_alone_leaves_the_straggler(verdicts):
 def test_two_silent_nodes_whose_cpus_locked_up_while_the_others_waited_are_the_root(verdicts):
     v = verdicts["630"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.cpu_stall", ["n68", "n69"])
+
+
+def test_a_silent_nodes_cpu_stuck_when_another_silent_nodes_gpu_fell_off_is_a_rival(verdicts):
+    """Both nodes the others waited for reported a fault: the GPU that fell off first by
+    the stamps, but the CPU reported stuck 20 s later had been stuck since before it. No
+    clock orders the two; the verdict weighs both."""
+    v = verdicts["631"]
+    assert (v["domain"], v["culprit_nodes"], v["quality"]) == ("gpu", ["n71", "n72"], "ambiguous")
+    assert [a["cause"] for a in v["alternatives"]] == ["host.cpu_stall"]
+
+
+def test_a_silent_nodes_cpu_stuck_minutes_after_the_gpu_fell_off_is_no_rival(verdicts):
+    v = verdicts["632"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n74"])
+    assert v["quality"] != "ambiguous"
 
 
 def test_a_preemption_long_after_the_hang_only_stopped_the_job(verdicts):
