@@ -30,8 +30,9 @@ one-node attempt whose state blames the infrastructure (NODE_FAIL, BOOT_FAIL). W
 attempt gets ``domain = none``.
 
 Quality: ``definitive`` needs a root that is corroborated (a cascade or confirmation linked
-to it or to another report it stands for, a scheduler state with the same cause or one its
-state rule ``agrees_with``, or NODE_FAIL for an infrastructure root) and complete coverage;
+to it or to another report it stands for — the scheduler's and launchers' teardown only for
+an error the job printed itself —, a scheduler state with the same cause or one its state
+rule ``agrees_with``, or NODE_FAIL for an infrastructure root) and complete coverage;
 a root without corroboration, a fallback root, a root with a log source missing, a root a
 rule placed between nodes without telling which is at fault (two nodes whose failing
 connections name only each other: :data:`engine.rules.python_rules.UNDECIDED_PARAM`), or a
@@ -368,6 +369,7 @@ def select_root_cause(
         pl.col("cluster").alias("root_cluster"),
         late.alias("root_late"),
         param(UNDECIDED_PARAM).is_not_null().alias("root_undecided"),
+        (pl.col("source") == "app").alias("root_printed_by_job"),
     )
     # A hardware fault on a workload root's node stamped after the attempt ended (within its
     # grace) may be what the job died of, seen by a clock that runs ahead: the CUDA error
@@ -638,10 +640,15 @@ def decide(
     reports = reports.select("attempt_id", events["event_id"].gather(reports["root_rows"]))
     links = (
         events.filter(pl.col("caused_by").is_not_null())
-        .select("attempt_id", pl.col("caused_by").alias("event_id"), "role", "rank", "node")
+        .select("attempt_id", pl.col("caused_by").alias("event_id"), "role", "rank", "node", "domain")
         .join(reports, on=["attempt_id", "event_id"], how="semi")
     )
-    linked = links.select("attempt_id").unique().with_columns(linked=pl.lit(True))
+    # The scheduler's and the launchers' teardown (srun's "task 3: Exited with exit code 1",
+    # torchrun's ChildFailedError, a SIGTERM sent) follows any failure alike: it says which
+    # process ended, not why. It corroborates an error the job printed itself (the process
+    # that printed it is the one that exited), not a fault a node's log reports.
+    linked = links.group_by("attempt_id").agg(
+        (pl.col("domain") != "scheduler").any().alias("linked"), pl.lit(True).alias("_any_link"))
     # A root that names no rank (the kernel's XID 13) is the rank's whose own error confirms
     # it: the same fault, seen by the process that hit it. Those ranks join the culprit
     # ranks of the root's incident (another node's ranks hitting the same error), but only a
@@ -694,6 +701,7 @@ def decide(
             # A linked symptom, the scheduler saying the same thing, or the scheduler losing
             # the node an infrastructure fault was found on, each corroborates the root.
             corroborated=pl.col("linked").fill_null(False)
+            | (pl.col("_any_link").fill_null(False) & pl.col("root_printed_by_job").fill_null(False))
             | (pl.col("state_cause") == pl.col("cause")).fill_null(False)
             | pl.col("state_agrees_with").list.contains(pl.col("cause")).fill_null(False)
             | ((pl.col("state") == "node_fail") & pl.col("domain").is_in(INFRASTRUCTURE)).fill_null(False),
