@@ -51,7 +51,7 @@ import pyarrow as pa
 from engine.config import NODE_LOG_SOURCES, EngineConfig
 from engine.outages import closed, confirmed, outage, recoveries
 from engine.rules.loader import RulePack
-from engine.rules.python_rules import SLOW_FAULT_CAUSES, UNDECIDED_PARAM, origin_position, param, with_role
+from engine.rules.python_rules import RIVAL_PARAM, SLOW_FAULT_CAUSES, UNDECIDED_PARAM, origin_position, param, with_role
 from ingest.files.common import TS_DTYPE
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
 
@@ -420,7 +420,11 @@ def select_root_cause(
     # lasted by then (a CPU "stuck for 48s") began before the root may have: it was under
     # way when the root struck, and no clock orders the two.
     under_way = other_node & (pl.col("ts") >= pl.col("root_ts")) & (pl.col("_onset") <= pl.col("root_ts_hi") + skew)
-    rivals = paired.filter(close | spans_root | under_way)
+    # A candidate a rule found competing with the faults beside it (RIVAL_PARAM) whose span,
+    # widened by the skew, holds the root's moment, on the root's node too.
+    marked = param(RIVAL_PARAM).is_not_null() & (pl.col("ts") - skew <= pl.col("root_ts_hi")) \
+        & (pl.col("ts_hi") + skew >= pl.col("root_ts"))
+    rivals = paired.filter(close | spans_root | under_way | marked)
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
     names = pl.col("names_node")

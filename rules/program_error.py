@@ -19,7 +19,8 @@ XID precedence pairs any exception on the node with the XID) becomes ``context``
 it is a fault of a GPU (:data:`GPU_DOMAINS`) on a node whose every GPU the attempt held
 (:data:`WHOLE_NODE_GPUS` or more per node: no neighbour's GPU is there) within
 :data:`SIMULTANEOUS` of the program error: then it is the job's own GPU failing at the same
-moment, a second explanation the verdict weighs (``ambiguous``), not a neighbour's; a
+moment, a second explanation the verdict weighs (``ambiguous``), not a neighbour's, and
+both carry :data:`~engine.rules.python_rules.RIVAL_PARAM` (on one node too); a
 program error the XID precedence had made its confirmation is a root candidate again. A program
 error the precedence had made its confirmation is then a root candidate again
 (:func:`engine.relabel.restore_orphaned_confirmations`). A fault some error of the job
@@ -35,6 +36,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import polars as pl
+
+from engine.rules.python_rules import RIVAL_PARAM, with_param
 
 EXCEPTION_RULE = "framework.python_exception"
 """The rule (``cuda_framework.yaml``) whose ``exception`` and ``exc_message`` params name the
@@ -137,7 +140,15 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     # root of its own again, beside that fault.
     freed = program_errors() & (pl.col("role") == "confirmation") & pl.struct("attempt_id", "caused_by").is_in(
         competing.select("attempt_id", pl.col("event_id").alias("caused_by")).to_struct().implode())
-    return events.with_columns(
+    events = events.with_columns(
         pl.when(freed).then(pl.lit("root_candidate")).otherwise(pl.col("role")).alias("role"),
         pl.when(freed).then(pl.lit(None, dtype=pl.String)).otherwise(pl.col("caused_by")).alias("caused_by"),
     )
+    # Both sides are marked: on one node the verdict would otherwise take an unstamped
+    # error whose span holds the fault's moment for the fault's local consequence.
+    rival = (
+        pl.int_range(pl.len()).is_in(competing["_row"].implode())
+        | (program_errors() & (pl.col("role") == "root_candidate")
+           & pl.col("attempt_id").is_in(competing["attempt_id"].implode()))
+    )
+    return with_param(events, rival, RIVAL_PARAM, "a program error and the job's own GPU failing at its moment")

@@ -56,6 +56,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 820|820|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g11|gres/gpu=1,node=1
 821|821|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g[20-21]|gres/gpu=16,node=2
 822|822|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g[22-23]|gres/gpu=4,node=2
+823|823|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g24|gres/gpu=8,node=1
 """
 
 ERRORS = {
@@ -98,6 +99,12 @@ def verdicts(tmp_path_factory):
         (logs / f"slurm-{job}.out").write_text(
             f"0: [2026-11-20 10:19:20,000] {ITERATION}\n0: [2026-11-20 10:20:03,000] Traceback (most recent call last):\n"
             f'0:   File "train.py", line 171, in <module>\n0: {KEY_ERROR}\n')
+    # 823: one node held whole; the rank's KeyError is unstamped (printed any time after
+    # 10:19:20) and a GPU of the same node fell off the bus at 10:20:04.
+    (logs / "g24.log").write_text(syslog("g24", ("10:10:00", "kernel: ok"), ("10:20:04", f"kernel: {XID_79}")))
+    (logs / "slurm-823.out").write_text(
+        f"0: [2026-11-20 10:19:20,000] {ITERATION}\n0: Traceback (most recent call last):\n"
+        f'0:   File "train.py", line 171, in <module>\n0: {KEY_ERROR}\n')
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -153,3 +160,12 @@ def test_the_jobs_own_gpu_failing_at_the_moment_of_a_program_error_competes_with
     v = verdicts["822"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
     assert role_of(v, "gpu_xid") == "context"
+
+
+def test_the_jobs_own_gpu_failing_in_the_span_of_an_unstamped_program_error_on_its_node_competes(verdicts):
+    """On one node, an unstamped line whose span holds a GPU fault's moment would count as
+    the fault's local consequence; a KeyError is no GPU's consequence: two explanations."""
+    v = verdicts["823"]
+    assert v["quality"] == "ambiguous"
+    assert {v["domain"], *(a["domain"] for a in v["alternatives"])} == {"workload", "gpu"}
+    assert v["culprit_nodes"] == ["g24"]

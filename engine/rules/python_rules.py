@@ -228,6 +228,15 @@ reports place (the silent end of every failing connection, ``ib_peer.py``): the 
 names them all, and is never ``definitive`` (:func:`engine.decide.decide`)."""
 
 
+RIVAL_PARAM = "rival"
+"""The param a rule sets (:func:`with_param`, to why) on root candidates it found competing
+with each other whatever their nodes (a rank's program error and the job's own GPU failing
+at its moment, ``program_error.py``): one whose span, widened by the clock skew, holds the
+root's moment is listed among the verdict's alternatives, also on the root's own node,
+where an unstamped line would otherwise count as the root's local consequence
+(:func:`engine.decide.select_root_cause`)."""
+
+
 def with_param(events: pl.DataFrame, mask: pl.Series | pl.Expr, name: str, value: str) -> pl.DataFrame:
     """``events`` with ``name`` set to the string ``value`` in the ``params`` (JSON) of the
     rows ``mask`` selects: how a rule tells a later stage something about a line."""
