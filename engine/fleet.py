@@ -57,19 +57,51 @@ def _fleet_evidence(ts: pl.Expr, node: pl.Expr, rule_id: str | pl.Expr, event: s
     ).cast(EVIDENCE_DTYPE)
 
 
+PORT_DOMAIN = "network"
+"""The domain whose culprits are HCA ports (the fabric's): a port of the verdict is cabled
+on a node that is a culprit of a fault of that domain."""
+
+
 def add_switch_ports(verdicts: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFrame:
-    """Append the switch port each culprit HCA port is cabled to (from ``topology``)."""
+    """Append the switch port each culprit HCA port is cabled to (from ``topology``).
+
+    A verdict's culprit ports and nodes are separate lists: a port is looked up on the
+    culprit nodes of the fabric's faults only, not on a node named for a rival fault of
+    another domain (an ``ambiguous`` verdict's GPU that fell off the bus beside a port that
+    went down elsewhere: that node's port of the same name did nothing). A port named by
+    its device alone (NCCL's ``hca mlx5_6``) is the one port of that device the topology
+    lists on the node."""
     cabling = topology.filter(pl.col("kind") == "hca_port").select(
-        "cluster", "node", (pl.col("hca") + ":" + pl.col("port")).alias("port"),
+        "cluster", "node", "hca", (pl.col("hca") + ":" + pl.col("port")).alias("port"),
         (pl.lit("switch:") + pl.col("switch") + "/" + pl.col("switch_port")).alias("switch_port"),
     ).unique()
     if cabling.is_empty() or verdicts.is_empty():
         return verdicts
+    alternatives = (
+        verdicts.select("attempt_id", "alternatives").explode("alternatives").drop_nulls("alternatives")
+        .select("attempt_id", pl.col("alternatives").struct.field("domain").alias("_domain"),
+                pl.col("alternatives").struct.field("node").alias("node"))
+        .drop_nulls("node")
+    )
+    # Nodes named only for rivals of another domain carry none of the fabric's ports.
+    elsewhere = (
+        alternatives.group_by("attempt_id", "node").agg((pl.col("_domain") != PORT_DOMAIN).all().alias("_other"))
+        .filter("_other").select("attempt_id", "node")
+    )
+    rival_ports = alternatives.filter(pl.col("_domain") == PORT_DOMAIN).select("attempt_id", "node").unique()
+    nodes = verdicts.select("attempt_id", "cluster", "domain", pl.col("culprit_nodes").alias("node")).explode("node")
+    port_nodes = pl.concat([
+        nodes.filter(pl.col("domain") == PORT_DOMAIN).join(elsewhere, on=["attempt_id", "node"], how="anti")
+        .drop("domain"),
+        nodes.drop("domain").join(rival_ports, on=["attempt_id", "node"], how="semi"),
+    ]).unique()
+    ports = verdicts.select("attempt_id", pl.col("culprit_ports").alias("port")).explode("port").drop_nulls()
+    pairs = port_nodes.join(ports, on="attempt_id")
+    by_device = cabling.filter(pl.len().over("cluster", "node", "hca") == 1).select(
+        "cluster", "node", pl.col("hca").alias("port"), "switch_port")
     blamed = (
-        verdicts.select("attempt_id", "cluster", "culprit_nodes", "culprit_ports")
-        .explode("culprit_nodes").explode("culprit_ports")
-        .rename({"culprit_nodes": "node", "culprit_ports": "port"})
-        .join(cabling, on=["cluster", "node", "port"], how="inner")
+        pl.concat([pairs.join(cabling.drop("hca"), on=["cluster", "node", "port"]),
+                   pairs.join(by_device, on=["cluster", "node", "port"])])
         .group_by("attempt_id").agg(pl.col("switch_port").unique().sort().alias("_switch"))
     )
     return (
@@ -363,7 +395,7 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
 
 FLEET_COLUMNS = [
     "attempt_id", "job_id", "cluster", "end_ts", "domain", "cause", "quality",
-    "culprit_nodes", "culprit_ports", "affected_nodes", "first_fault_ts", "coverage",
+    "culprit_nodes", "culprit_ports", "affected_nodes", "first_fault_ts", "coverage", "alternatives",
 ]
 """Verdict columns the fleet views read (everything but the bulky evidence trail)."""
 

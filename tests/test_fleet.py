@@ -38,6 +38,38 @@ def test_culprit_port_names_the_switch_port_it_is_cabled_to():
     assert v["a"]["culprit_ports"] == ["mlx5_0:1", "switch:leaf-07/17"]
 
 
+def cabled(*rows: tuple[str, str, str, str, str]) -> pl.DataFrame:
+    """Topology rows of HCA ports: ``(node, hca, port, switch, switch_port)`` each."""
+    nodes, hcas, ports, switches, switch_ports = (list(c) for c in zip(*rows, strict=True))
+    return pl.DataFrame({
+        "kind": ["hca_port"] * len(rows), "node": nodes, "hca": hcas, "port": ports, "switch": switches,
+        "switch_port": switch_ports, "gpu": [None] * len(rows), "pci": [None] * len(rows),
+        "origin": [f"t.csv:{i + 2}" for i in range(len(rows))], "cluster": ["c"] * len(rows),
+    }, schema_overrides={"gpu": pl.String, "pci": pl.String})
+
+
+def test_a_port_is_looked_up_on_the_nodes_of_the_fabrics_fault_only():
+    """n1's GPU fell off the bus as n2's mlx5_5:1 went down: both nodes are suspects, but
+    only n2's port went down, and n1's mlx5_5:1 (cabled to port 28) did nothing."""
+    att = attempts({"attempt_id": "a", "nodes": ["n1", "n2"]})
+    ev = events({"node": "n1", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(5),
+                 "gpu": "0000:3b:00"},
+                {"node": "n2", "event": "link_down", "domain": "network", "cause": "network.link_down",
+                 "ts": at(5) + (at(0.01) - at(0)), "port": "mlx5_5:1"})
+    topology = cabled(("n1", "mlx5_5", "1", "leaf-03", "28"), ("n2", "mlx5_5", "1", "leaf-03", "30"))
+    v = run_fleet(att, ev, topology)["a"]
+    assert v["quality"] == "ambiguous" and v["culprit_nodes"] == ["n1", "n2"]
+    assert v["culprit_ports"] == ["mlx5_5:1", "switch:leaf-03/30"]
+
+
+def test_a_port_named_by_its_device_alone_is_that_devices_one_cabled_port():
+    att = attempts({"attempt_id": "a", "nodes": ["n2"]})
+    ev = events({"node": "n2", "event": "ib_error", "domain": "network", "cause": "network.ib_completion_error",
+                 "ts": at(5), "port": "mlx5_6"})
+    v = run_fleet(att, ev, cabled(("n2", "mlx5_6", "1", "leaf-02", "8"), ("n2", "mlx5_7", "1", "leaf-02", "9")))
+    assert v["a"]["culprit_ports"] == ["mlx5_6", "switch:leaf-02/8"]
+
+
 def test_a_node_blamed_by_two_jobs_is_a_repeat_offender_and_corroborates_both():
     att = attempts({"attempt_id": "a", "job_id": "1", "nodes": ["n1"]},
                    {"attempt_id": "b", "job_id": "2", "nodes": ["n1"], "start_ts": at(100), "end_ts": at(160)},
