@@ -114,6 +114,11 @@ def add_switch_ports(verdicts: pl.DataFrame, topology: pl.DataFrame) -> pl.DataF
     )
 
 
+REPEAT_CAUSES = ("gpu.repeated_xid",)
+"""Causes a rule inferred from one fault repeating on a GPU across jobs (``xid_roles.py``:
+the same XID 13 in two users' jobs is the GPU's, not either program's)."""
+
+
 def mark_repeat_offenders(
     verdicts: pl.DataFrame, history: pl.DataFrame, config: EngineConfig
 ) -> pl.DataFrame:
@@ -122,7 +127,9 @@ def mark_repeat_offenders(
 
     ``history``: earlier verdicts (results columns + ``cluster``); rows of this run's
     attempts in it are ignored. A probable verdict with complete coverage whose culprit is a
-    repeat offender becomes definitive.
+    repeat offender becomes definitive, unless its cause was itself inferred from the fault
+    repeating across jobs (:data:`REPEAT_CAUSES`): the other jobs are its evidence already,
+    and counting them again proves nothing more.
     """
     window = timedelta(seconds=config.seconds("repeat_window"))
     # One fault that struck two jobs sharing the node (an XID of a GPU both used, a node
@@ -150,7 +157,7 @@ def mark_repeat_offenders(
     complete = pl.col("coverage").list.eval(pl.element().struct.field("error").is_null()).list.all()
     return _update_noted(verdicts, notes, [
         pl.concat_list("evidence", "_notes").alias("evidence"),
-        pl.when((pl.col("quality") == "probable") & complete)
+        pl.when((pl.col("quality") == "probable") & complete & ~pl.col("cause").is_in(REPEAT_CAUSES))
         .then(pl.lit("definitive")).otherwise(pl.col("quality")).alias("quality"),
     ])
 

@@ -6,7 +6,9 @@ Two refinements of the events the ``gpu_xid`` rule (``gpu_xid.yaml``) extracts:
   job's own fault. When the same physical GPU — (cluster, node, PCI address) — shows them in
   at least two different jobs, in this run or in ``context.history``, the GPU is the common
   factor: those events become ``gpu.repeated_xid`` root candidates with the action
-  ``drain_node_and_restart``.
+  ``drain_node_and_restart``, marked :data:`~engine.rules.python_rules.UNDECIDED_PARAM`:
+  the repeat is an inference (code both jobs share would fault the GPU alike), never
+  ``definitive``.
 * NVLink5 XIDs 144–150 carry a severity; the ``Nonfatal`` ones are corrected link events
   and become ``context``.
 
@@ -24,6 +26,8 @@ job, and history rows (which carry no ``job_id``) are keyed the same way.
 from __future__ import annotations
 
 import polars as pl
+
+from engine.rules.python_rules import UNDECIDED_PARAM, with_param
 
 REPEATABLE_EVENTS = (
     "xid_13_graphics_exception",
@@ -105,7 +109,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         return events
     upgrade = pl.lit(upgrade if upgrade is not None else False)
     nonfatal = pl.lit(nonfatal if nonfatal is not None else False)
-    return events.with_columns(
+    events = events.with_columns(
         pl.when(upgrade).then(pl.lit("gpu")).otherwise(pl.col("domain")).alias("domain"),
         pl.when(upgrade).then(pl.lit("gpu.repeated_xid")).otherwise(pl.col("cause")).alias("cause"),
         pl.when(upgrade)
@@ -119,3 +123,6 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .otherwise(pl.col("role"))
         .alias("role"),
     )
+    # An inference from the repeat: code both jobs share would fault the GPU the same way,
+    # so the verdict is never definitive.
+    return with_param(events, upgrade, UNDECIDED_PARAM, "the same XID on this GPU in another job")

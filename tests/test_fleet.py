@@ -85,6 +85,19 @@ def test_a_node_blamed_by_two_jobs_is_a_repeat_offender_and_corroborates_both():
     assert not any(e["source"] == "fleet" for e in v["c"]["evidence"])
 
 
+def test_a_repeated_xid_verdict_is_not_made_definitive_by_the_repeat_it_was_inferred_from():
+    """Two jobs' XID 13 on one GPU made both verdicts the GPU's: those two jobs are that
+    inference's evidence, and the repeat-offender note over the same jobs adds none."""
+    att = attempts({"attempt_id": "a", "job_id": "1", "nodes": ["n1"]},
+                   {"attempt_id": "b", "job_id": "2", "nodes": ["n1"], "start_ts": at(100), "end_ts": at(160)})
+    repeated = {"node": "n1", "event": "xid_13_graphics_exception", "domain": "gpu", "cause": "gpu.repeated_xid",
+                "params": '{"undecided": "the same XID on this GPU in another job"}'}
+    v = run_fleet(att, events({**repeated, "ts": at(10)}, {**repeated, "ts": at(110)}))
+    for attempt in ("a", "b"):
+        assert any(e["rule_id"] == "fleet.repeat_offender" for e in v[attempt]["evidence"])
+        assert v[attempt]["quality"] == "probable"
+
+
 def test_one_cause_on_many_nodes_at_once_is_systemic():
     att = attempts(*({"attempt_id": f"a{i}", "job_id": str(i), "nodes": [f"n{i}"]} for i in range(4)))
     ev = events(*({"node": f"n{i}", "event": "nfs", "domain": "storage", "cause": "storage.filesystem_unavailable",

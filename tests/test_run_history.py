@@ -146,6 +146,10 @@ def test_one_run_over_both_days_sees_the_gpu_in_two_jobs(tmp_path, chunk_attempt
     lake = _two_days_of_xids(tmp_path)
     run_attribution(lake, date(2026, 11, 20), date(2026, 11, 22), config=EngineConfig(chunk_attempts=chunk_attempts))
     assert _cause(lake, "902") == "gpu.repeated_xid"
+    # An inference from the repeat, which the fleet's repeat-offender note (the same two
+    # jobs) does not make definitive.
+    quality = lake.scan("results").filter(pl.col("job_id").is_in(["901", "902"])).collect()["quality"]
+    assert set(quality.to_list()) == {"probable"}
 
 
 @pytest.mark.parametrize("second", ["22", "21"])

@@ -63,6 +63,8 @@ def test_xid_13_on_one_gpu_in_two_jobs_becomes_a_gpu_fault(apply):
     assert out["domain"].to_list() == ["gpu", "gpu", "workload"]
     assert out["role"].to_list() == ["root_candidate", "root_candidate", "root_candidate"]
     assert out["action"].to_list()[:2] == ["drain_node_and_restart"] * 2
+    # An inference from the repeat, never definitive: the upgraded rows only are undecided.
+    assert out["params"].str.contains('"undecided"').to_list() == [True, True, False]
 
 
 def test_two_jobs_in_the_same_batch_count(apply):

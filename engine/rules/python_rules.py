@@ -40,7 +40,9 @@ holds only events some rule of the pack declares.
 A rule that places a fault between several nodes without telling which of them is at
 fault (``ib_peer.py``: two nodes whose failing connections name only each other) marks
 those root candidates with :data:`UNDECIDED_PARAM` (:func:`with_param`): the verdict names
-them all and is never ``definitive``.
+them all and is never ``definitive``. A rule that finds root candidates competing whatever
+their nodes (``program_error.py``: a rank's program error and the job's own GPU failing at
+its moment) marks them with :data:`RIVAL_PARAM`: the verdict lists them as alternatives.
 
 A rule whose added rows copy another rule's outcome (its ``event``: ``het_sibling.py`` gives
 a heterogeneous job's component its sibling's root) sets a module-level ``COPIES_OUTCOMES =
@@ -223,9 +225,10 @@ def origin_position() -> list[pl.Expr]:
 UNDECIDED_PARAM = "undecided"
 """The param a rule sets (:func:`with_param`, to why) on the root candidates of a fault it
 placed between several nodes without telling which of them is at fault (two nodes whose
-failing connections name only each other, ``ib_peer.py``), or on a node only the others'
-reports place (the silent end of every failing connection, ``ib_peer.py``): the verdict
-names them all, and is never ``definitive`` (:func:`engine.decide.decide`)."""
+failing connections name only each other, ``ib_peer.py``), on a node only the others'
+reports place (the silent end of every failing connection, ``ib_peer.py``), or on a GPU
+only its repeating across jobs blames (``xid_roles.py``): the verdict names them all, and
+is never ``definitive`` (:func:`engine.decide.decide`)."""
 
 
 RIVAL_PARAM = "rival"
