@@ -759,10 +759,12 @@ def decide(
 
     def suspects(unit: str) -> pl.Expr:
         # With competing explanations every suspect node, GPU or port is a culprit until
-        # ruled out.
+        # ruled out; but the root's own only when its rules say its nodes may be at fault
+        # (not the several clients of a shared server that went away, not a cgroup's kill).
+        own = pl.when(pl.col("names_node").fill_null(True)).then(pl.col(f"culprit_{unit}")).otherwise(empty_str)
         return (
             pl.when(pl.col("ambiguous"))
-            .then(pl.concat_list(f"culprit_{unit}", f"alternative_{unit}").list.drop_nulls().list.unique().list.sort())
+            .then(pl.concat_list(own, f"alternative_{unit}").list.drop_nulls().list.unique().list.sort())
             .otherwise(pl.col(f"culprit_{unit}"))
         )
 

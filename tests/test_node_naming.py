@@ -66,6 +66,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 616|616|train|hank|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[21-22]|gres/gpu=16,node=2
 617|617|train|hank|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[23-24]|gres/gpu=16,node=2
 618|618|train|ivan|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n[25-26]|gres/gpu=16,node=2
+619|619|train|judy|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[27-29]|gres/gpu=24,node=3
 """
 
 
@@ -131,6 +132,13 @@ def verdicts(tmp_path_factory):
     (logs / "n25.log").write_text(_kernel("n25", "10:20:00", CGROUP_OOM))
     (logs / "n26.log").write_text(_kernel("n26", "10:20:01", XID_79))
     (logs / "slurm-618.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
+    # 619: n27's and n28's NFS server stopped answering at 10:20:00, and a GPU of n29 fell
+    # off the bus two seconds later: two explanations, but the clients of the server are
+    # no suspects of their own.
+    for node in ("n27", "n28"):
+        (logs / f"{node}.log").write_text(_kernel(node, "10:20:00", NFS_DOWN.replace("192.168.1.229", "192.168.1.233")))
+    (logs / "n29.log").write_text(_kernel("n29", "10:20:02", XID_79))
+    (logs / "slurm-619.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -231,3 +239,9 @@ def test_a_rival_beside_a_root_that_names_no_node_still_names_its_own(verdicts):
     v = verdicts["618"]
     assert v["quality"] == "ambiguous"
     assert v["culprit_nodes"] == ["n26"]
+
+
+def test_a_rival_beside_a_shared_servers_outage_names_its_own_node_not_the_clients(verdicts):
+    v = verdicts["619"]
+    assert v["quality"] == "ambiguous"
+    assert v["culprit_nodes"] == ["n29"]
