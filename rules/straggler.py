@@ -194,20 +194,26 @@ def _began() -> pl.Expr:
                              pl.col("start_ts"))
 
 
-def _wait(timeouts: pl.DataFrame, attempts: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """What the watchdog timeouts of each attempt say of the wait: ``world`` (per attempt
-    with a known world size: ``nodes``, ``_per_node``, ``_world`` and the ``_missing`` ranks
-    that reported none), ``firsts`` (each attempt's first timeout row, with the
-    ``_timeout_ms`` and ``_seqnum`` the lines say) and ``noticed`` (``_noticed``: the latest
-    moment the first timeout can have been printed, its ``ts_hi``)."""
+def _reported_world(timeouts: pl.DataFrame, attempts: pl.DataFrame) -> pl.DataFrame:
+    """Per attempt with a known world size: ``nodes``, ``_per_node``, ``_world`` and the
+    ``_missing`` ranks that reported no timeout among ``timeouts``."""
     # A row may stand for the same line of several ranks of its node (``ranks``).
     ranks = pl.coalesce("ranks", pl.concat_list("rank")).alias("_rank")
     reported = (
         timeouts.select("attempt_id", ranks).explode("_rank")
         .group_by("attempt_id").agg(pl.col("_rank").cast(pl.Int64).unique().alias("_reported"))
     )
-    world = reported.join(_world(attempts), on="attempt_id").with_columns(
+    return reported.join(_world(attempts), on="attempt_id").with_columns(
         pl.int_ranges(0, pl.col("_world")).list.set_difference("_reported").list.sort().alias("_missing"))
+
+
+def _wait(timeouts: pl.DataFrame, attempts: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """What the watchdog timeouts of each attempt say of the wait: ``world`` (per attempt
+    with a known world size: ``nodes``, ``_per_node``, ``_world`` and the ``_missing`` ranks
+    that reported none), ``firsts`` (each attempt's first timeout row, with the
+    ``_timeout_ms`` and ``_seqnum`` the lines say) and ``noticed`` (``_noticed``: the latest
+    moment the first timeout can have been printed, its ``ts_hi``)."""
+    world = _reported_world(timeouts, attempts)
     # The first timeout line of each attempt carries every column; a new event is built
     # from it. The timeout and the collective's number come from the lines that say them:
     # not every timeout line does (the watchdog's exception line, printed with the same
@@ -234,12 +240,13 @@ def _stalls_beside_roots(events: pl.DataFrame, timeouts: pl.DataFrame, attempts:
     the verdict weighs them (``timeouts``: those attempts' watchdog timeouts)."""
     if timeouts.is_empty():
         return events
-    world, firsts, noticed = _wait(timeouts, attempts)
     own_roots = events.filter((pl.col("role") == "root_candidate") & pl.col("node").is_not_null()) \
         .select("attempt_id", pl.col("node").alias("_node")).unique()
-    silent = _silent_nodes(world).join(own_roots, on=["attempt_id", "_node"], how="anti")
+    silent = _silent_nodes(_reported_world(timeouts, attempts)).join(own_roots, on=["attempt_id", "_node"], how="anti")
     if silent.is_empty():
         return events
+    # The wide timeout rows are sorted for the few attempts with such a node only.
+    _, firsts, noticed = _wait(timeouts.join(silent, on="attempt_id", how="semi"), attempts)
     return _stalls_as_roots(
         events, silent.join(firsts.select("attempt_id", _began().alias("_began")), on="attempt_id")
         .join(noticed, on="attempt_id"))
