@@ -21,9 +21,9 @@ it is a fault of a GPU (:data:`GPU_DOMAINS`) on a node whose every GPU the attem
 :data:`SIMULTANEOUS` of the program error: then it is the job's own GPU failing at the same
 moment, a second explanation the verdict weighs (``ambiguous``), not a neighbour's, and
 both carry :data:`~engine.rules.python_rules.RIVAL_PARAM` (on one node too); a
-program error the XID precedence had made its confirmation is a root candidate again. A program
-error the precedence had made its confirmation is then a root candidate again
-(:func:`engine.relabel.restore_orphaned_confirmations`). A fault some error of the job
+program error the XID precedence had made that fault's confirmation is a root candidate
+again. One it had made the confirmation of a fault this rule demotes is a root candidate
+again too (:func:`engine.relabel.restore_orphaned_confirmations`). A fault some error of the job
 confirms keeps its role. Storage and host faults are left alone: a file system that went
 away makes imports fail, and a dead node raises nothing.
 

@@ -479,10 +479,13 @@ def _below_job_banner(tied: pl.DataFrame, printed: pl.DataFrame, cands: pl.DataF
     gives them to the run that ended. They go to the first attempt that started after the
     banner's (a heterogeneous job's leader), dated no earlier than its start. ``printed``:
     the ``program`` and ``message`` of ``tied``'s rows."""
-    marks = pl.DataFrame({"_row": tied["_row"], "program": printed["program"], "message": printed["message"]}).filter(
-        tied["_split"].fill_null(False))
     banner = (pl.col("program") == "slurmstepd") & pl.col("message").str.contains(JOB_CANCELLED)
-    marks = marks.with_columns(banner.fill_null(False).alias("_banner"))
+    marks = (
+        tied.select("_row", "file", "ts", "ts_source", "attempt_id", "_split")
+        .with_columns(printed["program"], printed["message"])
+        .filter(pl.col("_split").fill_null(False))
+        .with_columns(banner.fill_null(False).alias("_banner"))
+    )
     if not marks["_banner"].any():
         return tied
     # The first attempt of the run that started next after each attempt of the file.
@@ -494,8 +497,7 @@ def _below_job_banner(tied: pl.DataFrame, printed: pl.DataFrame, cands: pl.DataF
     runs_of = cands.select("attempt_id", pl.col("start_ts").alias("_own_start"))
     segment = pl.col("_banner").cum_sum().over("file")
     below = (
-        marks.join(tied.select("_row", "file", "ts", "ts_source", "attempt_id"), on="_row")
-        .with_columns(
+        marks.with_columns(
             pl.when(pl.col("_banner")).then(pl.col("attempt_id")).forward_fill().over("file").alias("_ended"),
             segment.alias("_segment"),
         )
