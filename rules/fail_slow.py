@@ -23,11 +23,12 @@ becomes the root candidate of such an attempt in the same way.
 
 Megatron-LM's straggler detector names the slowest rank of each logging interval from rank
 0's output (``MxRtt/Rnk: 6341.67ms/726``, ``gpu_health.yaml``). Each report whose slowest
-round trip is at least :data:`MIN_SPREAD` times the fastest becomes a report of that rank's
-GPU: on node ``rank // processes per node`` of the attempt, GPU ``rank % processes per
-node`` (Megatron binds each process to the GPU of its local rank). The same rank slowest
-in reports spanning most of the run is then promoted as any other slowdown is; a rank
-slowest only now and then is not.
+round trip is at least :data:`MIN_SPREAD` times the fastest, naming the rank the
+attempt's reports name slowest in more than :data:`MIN_SHARE` of them, becomes a report of
+that rank's GPU: on node ``rank // processes per node`` of the attempt, GPU ``rank %
+processes per node`` (Megatron binds each process to the GPU of its local rank). The same
+rank slowest in reports spanning most of the run is then promoted as any other slowdown
+is; a rank slowest only now and then is not, however long the run its reports span.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -45,7 +46,8 @@ TIME_LIMIT_CAUSE = "scheduler.time_limit"
 MIN_REPORTS = 3
 """Reports of one GPU's slowdown an attempt needs (a flood's repeats count)."""
 MIN_SHARE = 0.5
-"""The share of the attempt's run time the reports must span, first to last."""
+"""The share of the attempt's run time the reports must span, first to last; and of its
+straggler detector's reports, the share that must name one rank slowest (more than it)."""
 NARROW_LINK = (
     (pl.col("event") == "pcie_bandwidth_limited") & (param("driver") == "nvidia")
     & (param("width").cast(pl.Int32, strict=False) < param("capable_width").cast(pl.Int32, strict=False))
@@ -64,18 +66,26 @@ PLACED_STRAGGLER = (pl.col("rule_id") == RULE_ID) & (pl.col("event") == STRAGGLE
 
 def _stragglers(events: pl.DataFrame, context) -> pl.DataFrame:
     """Each straggler report of a timed-out attempt with a spread of at least
-    :data:`MIN_SPREAD`, as a ``context`` event on the node, GPU and rank it names slowest
-    (see the module docstring); none for a rank the attempt's nodes do not cover."""
-    reports = events.filter(
-        (pl.col("event") == STRAGGLER_REPORT) & (pl.col("state") == "timeout")
-        & (param("slow_ms").cast(pl.Float64, strict=False)
-           >= MIN_SPREAD * param("fast_ms").cast(pl.Float64, strict=False)).fill_null(False)
+    :data:`MIN_SPREAD` naming the rank most of the attempt's reports name slowest, as a
+    ``context`` event on that rank's node and GPU (see the module docstring); none for a
+    rank the attempt's nodes do not cover."""
+    slowest = param("slow_rank").cast(pl.Int64, strict=False)
+    spread = (param("slow_ms").cast(pl.Float64, strict=False)
+              >= MIN_SPREAD * param("fast_ms").cast(pl.Float64, strict=False)).fill_null(False)
+    # Of all the attempt's reports (a flood's repeats counting), the rank must be the one
+    # named slowest in most: a rank slowest now and then across the run spans it as well.
+    reports = (
+        events.filter((pl.col("event") == STRAGGLER_REPORT) & (pl.col("state") == "timeout"))
+        .with_columns(
+            (pl.col("count").sum().over("attempt_id", slowest) / pl.col("count").sum().over("attempt_id")).alias("_share")
+        )
+        .filter(spread & (pl.col("_share") > MIN_SHARE))
+        .drop("_share")
     )
     if reports.is_empty():
         return events.clear()
     layout = context.attempts.select("attempt_id", pl.col("nodes").alias("_nodes"),
                                      processes_per_node().alias("_procs"))
-    slowest = param("slow_rank").cast(pl.Int64, strict=False)
     placed = (
         reports.join(layout, on="attempt_id")
         .filter(pl.col("_procs") > 0)

@@ -137,15 +137,20 @@ def test_a_nics_narrow_link_leaves_the_time_limit(tmp_path):
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
 
 
-def _megatron_verdict(tmp_path, job: str, slowest: list[int]) -> dict:
+def _megatron_verdict(tmp_path, job: str, slowest: list[int], every_minutes: int = 60) -> dict:
     """A two-node Megatron run (eight ranks a node) that hit its time limit, rank 0 printing
-    a straggler report at half past each hour naming ``slowest[i]`` the slowest rank."""
+    a straggler report every ``every_minutes`` from 10:30 naming ``slowest[i]`` the slowest
+    rank."""
     logs = tmp_path / "logs"
     logs.mkdir()
     for node in ("f1", "f2"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:05:00", ALIVE), ("13:55:00", ALIVE)))
-    reports = "".join(f"0: [2026-11-20 {10 + i}:30:00,000] {ITERATION}\n{STRAGGLER.format(hour=10 + i, rank=rank)}\n"
-                      for i, rank in enumerate(slowest))
+    stamps = [datetime(2026, 11, 20, 10, 30) + timedelta(minutes=every_minutes * i) for i in range(len(slowest))]
+    reports = "".join(
+        f"0: [{at:%Y-%m-%d %H:%M}:00,000] {ITERATION}\n"
+        + STRAGGLER.replace("{hour}:30:05", f"{at:%H:%M}:05").format(rank=rank) + "\n"
+        for at, rank in zip(stamps, slowest, strict=True)
+    )
     (logs / f"slurm-{job}.out").write_text(f"{reports}{TIME_LIMIT.format(job=job)}\n")
     return verdicts_by_job(tmp_path, SACCT.format(job=job), logs, date(2026, 11, 20))[job]
 
@@ -158,4 +163,18 @@ def test_the_rank_megatron_reports_slowest_all_run_is_its_gpus_probable_root(tmp
 
 def test_a_slowest_rank_that_changes_leaves_the_time_limit(tmp_path):
     v = _megatron_verdict(tmp_path, "708", [13, 2, 9, 5])
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
+
+
+def test_reports_every_logging_interval_each_count_for_the_rank_they_name(tmp_path):
+    # Reports a minute apart are not a flood of one: folded, the first report's rank would
+    # stand for all of them.
+    v = _megatron_verdict(tmp_path, "709", [2] * 5 + [13] * 175, every_minutes=1)
+    assert (v["domain"], v["cause"], v["quality"]) == ("gpu", "gpu.straggler", "probable")
+    assert (v["culprit_nodes"], v["culprit_gpus"]) == (["f2"], ["5"])
+
+
+def test_a_rank_slowest_now_and_then_over_the_whole_run_leaves_the_time_limit(tmp_path):
+    # Rank 13 is slowest in a fifth of the reports, from the first hour to the last.
+    v = _megatron_verdict(tmp_path, "710", [13, 2, 9, 5, 4] * 36, every_minutes=1)
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
