@@ -303,14 +303,16 @@ def _several_clients() -> pl.Expr:
     )
 
 
-STUCK_S = r'"stuck_s": ?"?([0-9]+)'
-"""The ``stuck_s`` value of a params JSON object (a soft lockup's "stuck for 74s"), as group 1."""
+STUCK_S = r'"(?:stuck|blocked)_s": ?"?([0-9]+)'
+"""How long a report says its fault had lasted, from a params JSON object (a soft lockup's
+``stuck_s``, "stuck for 74s"; a hung task's ``blocked_s``, "blocked for more than 122
+seconds", the time since the task last ran), as group 1."""
 
 
 def onset() -> pl.Expr:
     """When an event's fault began: its stamp, less the time a report says the fault had
-    lasted by then (``stuck_s``: the kernel reports a CPU stuck for 74 s when it has been
-    stuck that long)."""
+    lasted by then (:data:`STUCK_S`: the kernel reports a CPU stuck for 74 s when it has
+    been stuck that long, a task blocked for more than 122 s when it last ran that long ago)."""
     stuck = pl.col("params").str.extract(STUCK_S, 1).cast(pl.Int64, strict=False).fill_null(0)
     return pl.col("ts") - pl.duration(seconds=stuck)
 
@@ -404,7 +406,16 @@ def select_root_cause(
     # A fault a rule placed between nodes without telling which (UNDECIDED_PARAM) is one
     # incident on all of them, whenever each reported it.
     undecided = pl.col("root_undecided") & param(UNDECIDED_PARAM).is_not_null() & (pl.col("cause") == pl.col("root_cause"))
-    same_incident = paired.filter(close | ((pl.col("same_node") | nodeless_report) & spans) | undecided)
+    other_node = pl.col("node").is_not_null() & pl.col("root_node").is_not_null() & ~pl.col("same_node")
+    # A report of another node printed after the root that says how long its fault had
+    # lasted by then (a CPU "stuck for 48s") began before the root may have: it was under
+    # way when the root struck, and no clock orders the two. In the root's domain it is the
+    # same incident on a second node (two nodes' CPUs stalled at once); in another, a rival.
+    under_way = other_node & (pl.col("ts") >= pl.col("root_ts")) & (pl.col("_onset") <= pl.col("root_ts_hi") + skew)
+    same_incident = paired.filter(
+        close | ((pl.col("same_node") | nodeless_report) & spans) | undecided
+        | (under_way & (pl.col("domain") == pl.col("root_domain")))
+    )
     # One printed after a report of the root in that report's file (a job output's NCCL
     # teardown below slurmstepd's time-limit banner, or below its count of the OOM kill the
     # kernel's log holds) came after the root, whichever node it names.
@@ -413,13 +424,8 @@ def select_root_cause(
         .group_by("attempt_id", "_file").agg(pl.col("_line").min().alias("_reported_line"))
     )
     paired = paired.join(reported, on=["attempt_id", "_file"], how="left", nulls_equal=True)
-    other_node = pl.col("node").is_not_null() & pl.col("root_node").is_not_null() & ~pl.col("same_node")
     below_root = (pl.col("_line") > pl.col("_reported_line")).fill_null(False)
     spans_root = other_node & ~below_root & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
-    # A report of another node printed after the root that says how long its fault had
-    # lasted by then (a CPU "stuck for 48s") began before the root may have: it was under
-    # way when the root struck, and no clock orders the two.
-    under_way = other_node & (pl.col("ts") >= pl.col("root_ts")) & (pl.col("_onset") <= pl.col("root_ts_hi") + skew)
     # A candidate a rule found competing with the faults beside it (RIVAL_PARAM) whose span,
     # widened by the skew, holds the root's moment, on the root's node too.
     marked = param(RIVAL_PARAM).is_not_null() & (pl.col("ts") - skew <= pl.col("root_ts_hi")) \

@@ -49,6 +49,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 630|630|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[67-69]|gres/gpu=6,node=3
 631|631|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[70-72]|gres/gpu=6,node=3
 632|632|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[73-75]|gres/gpu=6,node=3
+633|633|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[76-78]|gres/gpu=6,node=3
+634|634|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[79-81]|gres/gpu=6,node=3
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -145,6 +147,14 @@ def verdicts(tmp_path_factory):
         (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
         (logs / f"{gpu}.log").write_text(syslog(gpu, ("10:29:00", "kernel: ok"), ("10:31:00", f"kernel: {XID_79}")))
         (logs / f"{cpu}.log").write_text(syslog(cpu, ("10:29:00", "kernel: ok"), (stuck, SOFT_LOCKUP)))
+    # 633: n77 and n78 both silent while n76's ranks waited: n77's CPU reported stuck for 27 s
+    # at 10:31:20 (since 10:30:53), n78's training process blocked for 122 s at 10:33:00
+    # (since 10:30:58). 634: the same, but n81's process was blocked from 10:33:58.
+    for job, (timed_out, cpu, blocked), hung in (("633", ("n76", "n77", "n78"), "10:33:00"),
+                                                 ("634", ("n79", "n80", "n81"), "10:36:00")):
+        (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
+        (logs / f"{cpu}.log").write_text(syslog(cpu, ("10:29:00", "kernel: ok"), ("10:31:20", SOFT_LOCKUP)))
+        (logs / f"{blocked}.log").write_text(syslog(blocked, ("10:29:00", "kernel: ok"), (hung, HUNG)))
     # 629: 610's hang, ended by a preemption eighteen minutes after the watchdog fired.
     (logs / "slurm-629.out").write_text(
         "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
@@ -350,6 +360,20 @@ def test_a_silent_nodes_cpu_stuck_minutes_after_the_gpu_fell_off_is_no_rival(ver
     assert v["quality"] != "ambiguous"
 
 
+def test_a_task_reported_blocked_since_another_silent_nodes_cpu_got_stuck_is_a_second_culprit(verdicts):
+    """The hung-task report says how long the task had not run: n78's process was blocked
+    from five seconds after n77's CPU got stuck, as good as the same moment. Both nodes
+    stalled; the job waited for either."""
+    v = verdicts["633"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.cpu_stall", ["n77", "n78"])
+    assert (v["quality"], v["alternatives"]) == ("probable", [])
+
+
+def test_a_task_blocked_minutes_after_another_silent_nodes_cpu_got_stuck_is_not_named(verdicts):
+    v = verdicts["634"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["quality"]) == ("host", "host.cpu_stall", ["n80"], "probable")
+
+
 def test_a_preemption_long_after_the_hang_only_stopped_the_job(verdicts):
     """The job had hung eighteen minutes before the scheduler preempted it: the preemption
     is no root, and nothing else says what hung it."""
@@ -430,3 +454,4 @@ def test_the_one_node_whose_tasks_hung_while_every_rank_waited_is_the_root(verdi
 def test_tasks_hung_on_every_node_single_none_out(verdicts):
     v = verdicts["615"]
     assert (v["cause"], v["culprit_nodes"]) == ("unknown.symptoms_only", [])
+
