@@ -60,24 +60,44 @@ and names itself) during that wait, the only node of the attempt to do so, was t
 slowest one: thrashing, stalled in the kernel. With nothing else to explain the failure,
 its reports become its root candidates (never ``definitive``: nothing links the timeouts
 to them).
+
+A whole node the others waited for that reported nothing of the kind, and whose kernel
+booted again between the start of the collective and :data:`REBOOT_SOON` after the
+attempt's end (``host.node_boot``, looked up in past events too: the boot usually comes
+after the attempt's window closed), went down: it lost power, hung or crashed, and its log
+stopped with it. It becomes a ``host.node_failure`` root candidate at the moment the
+collective began, the straggler event its context.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
-from engine.rules.python_rules import COLLECTIVE_TIMEOUT_EVENT, SLOWDOWN_CAUSES, new_events, rooted_attempts, with_role
+from engine.rules.python_rules import (
+    COLLECTIVE_TIMEOUT_EVENT, SLOWDOWN_CAUSES, known_events, new_events, rooted_attempts, with_role,
+)
 from ingest.schema import processes_per_node
 
 RULE_ID = "straggler_rank"
 CAUSES = (
     ("workload.straggler_rank", "workload", "root_candidate", "straggler_rank"),
     ("unknown.straggler_rank", "unknown", "context", "straggler_rank"),
+    ("host.node_failure", "host", "root_candidate", "host.node_lost"),
 )
 """Rank 0 stuck (its own code: tokenising, loading data) is the root; another rank, or a
-node's ranks, are only named, as context, for someone to look at."""
+node's ranks, are only named, as context, for someone to look at; a whole silent node that
+booted again soon after went down."""
+BOOT_EVENT = "host.node_boot"
+"""The kernel's ``Linux version`` line of a new boot (``host.yaml``)."""
+HISTORY_EVENTS = (BOOT_EVENT,)
+REBOOT_SOON = timedelta(minutes=30)
+"""How soon after the attempt ended a whole silent node's boot still says it went down
+while the others waited (a crashed node's watchdog or BMC restarts it within minutes; a
+later boot is more likely an operator's, after whatever else was wrong)."""
 STALL_CAUSE = "host.cpu_stall"
 """The cause of a node's reports of a CPU stuck in the kernel (``host.yaml``)."""
 HUNG_EVENT = "host.hung_task"
@@ -138,7 +158,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
             pl.col("_missing").list.first().alias("_rank"),
             (pl.col("_missing").list.len() == 1).alias("_alone"),
             pl.col("nodes").list.get(at, null_on_oob=True).alias("_node"),
-            pl.col("_world"),
+            pl.col("_world"), pl.col("_per_node"),
         )
     )
     began = _began()
@@ -183,7 +203,9 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         pl.concat([events, added]),
         first.filter(pl.col("_alone")).select("attempt_id", "_node", "_rank", began.alias("_began")),
     )
-    return _stalls_as_roots(_storage_stalls_as_roots(events, waited), waited)
+    events = _stalls_as_roots(_storage_stalls_as_roots(events, waited), waited)
+    whole = first.filter(pl.col("_missing").list.len() == pl.col("_per_node"))
+    return _rebooted_node_as_root(events, whole.select("attempt_id", "_node", "end_ts", began.alias("_began")), context)
 
 
 def _began() -> pl.Expr:
@@ -349,3 +371,41 @@ def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame
         return events
     promoted = pl.int_range(events.height, eager=True).is_in(stalls["_row"].implode())
     return with_role(events, promoted, "root_candidate")
+
+
+def _rebooted_node_as_root(events: pl.DataFrame, whole: pl.DataFrame, context) -> pl.DataFrame:
+    """``events`` with a ``host.node_failure`` root candidate added for the whole silent
+    node of each attempt of ``whole`` (per attempt: the node, the attempt's end and when
+    the collective began) that has no root candidate yet and booted between the
+    collective's start and :data:`REBOOT_SOON` after the end; the attempt's straggler event
+    becomes context."""
+    if whole.is_empty():
+        return events
+    whole = whole.join(rooted_attempts(events), on="attempt_id", how="anti")
+    boots = known_events(events, context, [BOOT_EVENT], ["cluster", "node", "ts"]).rename({"ts": "_boot"})
+    straggler = events.filter(pl.col("event") == "straggler_rank").join(whole, on="attempt_id", how="semi")
+    found = (
+        straggler.join(whole.select("attempt_id", "_began", _end="end_ts"), on="attempt_id")
+        .join(boots, on=["cluster", "node"])
+        .filter((pl.col("_boot") > pl.col("_began")) & (pl.col("_boot") <= pl.col("_end") + REBOOT_SOON))
+        .sort("attempt_id", "_boot")
+        .unique("attempt_id", keep="first", maintain_order=True)
+    )
+    if found.is_empty():
+        return events
+    message = pl.concat_str([
+        pl.lit("node "), pl.col("node"), pl.lit(" went down: "), pl.col("message").str.replace(r": busy elsewhere or hung$", ""),
+        pl.lit(", and it booted again at "), pl.col("_boot").dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        pl.lit(": it lost power, hung or crashed"),
+    ])
+    added = new_events(
+        found.with_columns(
+            message.alias("message"),
+            pl.struct(pl.col("_boot").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ").alias("booted")).struct.json_encode()
+            .alias("params"),
+        ).drop("event", "event_id", "rule_id", "domain", "cause", "role", "action", "caused_by", "_boot", "_began", "_end"),
+        events, rule_id=RULE_ID, event="host.node_lost", domain="host", cause="host.node_failure",
+        role="root_candidate", action="check_host",
+    )
+    explained = (pl.col("event") == "straggler_rank") & pl.col("attempt_id").is_in(found["attempt_id"].implode())
+    return pl.concat([with_role(events, explained, "context"), added])

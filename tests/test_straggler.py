@@ -12,7 +12,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import XID_79, role_of, syslog, verdicts_by_job, watchdog_timeout
+from tests.end_to_end import BOOT, XID_79, role_of, syslog, verdicts_by_job, watchdog_timeout
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 599|599|eval|bob|FAILED|1:0|2026-11-20T07:00:00|2026-11-20T08:00:00|n8|gres/gpu=2,node=1
@@ -51,6 +51,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 632|632|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[73-75]|gres/gpu=6,node=3
 633|633|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[76-78]|gres/gpu=6,node=3
 634|634|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[79-81]|gres/gpu=6,node=3
+635|635|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[82-83]|gres/gpu=4,node=2
+636|636|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[84-85]|gres/gpu=4,node=2
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -155,6 +157,12 @@ def verdicts(tmp_path_factory):
         (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
         (logs / f"{cpu}.log").write_text(syslog(cpu, ("10:29:00", "kernel: ok"), ("10:31:20", SOFT_LOCKUP)))
         (logs / f"{blocked}.log").write_text(syslog(blocked, ("10:29:00", "kernel: ok"), (hung, HUNG)))
+    # 635: n83's ranks never joined; its log stopped before the collective began and its
+    # kernel booted again nine minutes after the job ended. 636: an operator rebooted n85
+    # two hours after.
+    for job, (waiting, silent), boot in (("635", ("n82", "n83"), "10:50:00"), ("636", ("n84", "n85"), "12:41:00")):
+        (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
+        (logs / f"{silent}.log").write_text(syslog(silent, ("10:29:00", "kernel: ok"), (boot, f"kernel: {BOOT}")))
     # 629: 610's hang, ended by a preemption eighteen minutes after the watchdog fired.
     (logs / "slurm-629.out").write_text(
         "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
@@ -372,6 +380,20 @@ def test_a_task_reported_blocked_since_another_silent_nodes_cpu_got_stuck_is_a_s
 def test_a_task_blocked_minutes_after_another_silent_nodes_cpu_got_stuck_is_not_named(verdicts):
     v = verdicts["634"]
     assert (v["domain"], v["cause"], v["culprit_nodes"], v["quality"]) == ("host", "host.cpu_stall", ["n80"], "probable")
+
+
+def test_a_silent_node_that_booted_again_soon_after_went_down(verdicts):
+    v = verdicts["635"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["quality"]) == ("host", "host.node_failure", ["n83"], "probable")
+    assert role_of(v, "straggler_rank") == "context"
+    # It went down when the collective it never joined began, a timeout before the first report.
+    assert v["first_fault_ts"].isoformat().startswith("2026-11-20T10:30:00")
+
+
+def test_a_silent_node_rebooted_hours_later_is_only_named(verdicts):
+    v = verdicts["636"]
+    assert (v["cause"], v["quality"], v["culprit_nodes"]) == ("unknown.symptoms_only", "insufficient", [])
+    assert role_of(v, "straggler_rank") == "context"
 
 
 def test_a_preemption_long_after_the_hang_only_stopped_the_job(verdicts):
