@@ -51,7 +51,9 @@ import pyarrow as pa
 from engine.config import NODE_LOG_SOURCES, EngineConfig
 from engine.outages import closed, confirmed, outage, recoveries
 from engine.rules.loader import RulePack
-from engine.rules.python_rules import RIVAL_PARAM, SLOW_FAULT_CAUSES, UNDECIDED_PARAM, origin_position, param, with_role
+from engine.rules.python_rules import (
+    GPU_FAULT_CAUSES, RIVAL_PARAM, SLOW_FAULT_CAUSES, UNDECIDED_PARAM, origin_position, param, with_role,
+)
 from ingest.files.common import TS_DTYPE
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
 
@@ -276,8 +278,22 @@ _EVIDENCE_FIELDS = [f.name for f in EVIDENCE]
 _ALTERNATIVE_FIELDS = [f.name for f in ALTERNATIVE]
 
 
-def _sorted_unique(column: str) -> pl.Expr:
-    return pl.col(column).drop_nulls().unique().sort()
+def _sorted_unique(column: str, where: pl.Expr | None = None) -> pl.Expr:
+    values = pl.col(column) if where is None else pl.col(column).filter(where)
+    return values.drop_nulls().unique().sort()
+
+
+SUSPECT_WORKLOAD_CAUSES = (*GPU_FAULT_CAUSES, "workload.cuda_oom")
+"""Workload causes whose node is a suspect beside a competing explanation: a GPU fault's
+look-alikes, and a CUDA out-of-memory error (a failing GPU's first word). Any other program
+error (a ``ValueError``, a missing file) is the code's wherever it ran: its node is no
+suspect."""
+
+
+def names_suspects() -> pl.Expr:
+    """Whether a root candidate's node, GPU and port are suspects when explanations compete:
+    any but a workload one outside :data:`SUSPECT_WORKLOAD_CAUSES`."""
+    return (pl.col("domain") != "workload") | pl.col("cause").is_in(SUSPECT_WORKLOAD_CAUSES)
 
 
 SHARED_WINDOW = timedelta(minutes=10)
@@ -530,9 +546,9 @@ def select_root_cause(
         competing.unique(["attempt_id", "domain", "cause", "node"], keep="first", maintain_order=True)
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.struct(_ALTERNATIVE_FIELDS).alias("alternatives"))
-        .join(competing.group_by("attempt_id").agg(_sorted_unique("node").alias("alternative_nodes"),
-                                                   _sorted_unique("gpu").alias("alternative_gpus"),
-                                                   _sorted_unique("port").alias("alternative_ports")),
+        .join(competing.group_by("attempt_id").agg(_sorted_unique("node", names_suspects()).alias("alternative_nodes"),
+                                                   _sorted_unique("gpu", names_suspects()).alias("alternative_gpus"),
+                                                   _sorted_unique("port", names_suspects()).alias("alternative_ports")),
               on="attempt_id")
     )
     return (
@@ -766,8 +782,10 @@ def decide(
     def suspects(unit: str) -> pl.Expr:
         # With competing explanations every suspect node, GPU or port is a culprit until
         # ruled out; but the root's own only when its rules say its nodes may be at fault
-        # (not the several clients of a shared server that went away, not a cgroup's kill).
-        own = pl.when(pl.col("names_node").fill_null(True)).then(pl.col(f"culprit_{unit}")).otherwise(empty_str)
+        # (not the several clients of a shared server that went away, not a cgroup's kill),
+        # and a program error's only when a failing GPU makes it too (:func:`names_suspects`).
+        own = pl.when(pl.col("names_node").fill_null(True) & names_suspects()).then(pl.col(f"culprit_{unit}")) \
+            .otherwise(empty_str)
         return (
             pl.when(pl.col("ambiguous"))
             .then(pl.concat_list(own, f"alternative_{unit}").list.drop_nulls().list.unique().list.sort())

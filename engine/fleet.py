@@ -40,6 +40,7 @@ import polars as pl
 
 from engine.config import EngineConfig
 from engine.decide import EVIDENCE_DTYPE, INFRASTRUCTURE
+from engine.rules.python_rules import GPU_FAULT_CAUSES
 from ingest.schema import het_leader
 
 
@@ -211,15 +212,6 @@ SILENT_RULE = "straggler_rank"
 """The rule whose evidence names the node an attempt's other ranks waited for (``rules/straggler.py``)."""
 NAN_CAUSE = "workload.non_finite_loss"
 """The cause of a loss gone NaN or infinite (``rules/cuda_framework.yaml``)."""
-GPU_FAULT_CAUSES = (
-    NAN_CAUSE, "workload.illegal_memory_access", "workload.gpu_illegal_address", "workload.gpu_mmu_fault",
-    "workload.kernel_exception", "workload.launch_failure", "workload.illegal_instruction",
-    "workload.cublas_failure",
-)
-"""Workload causes a failing GPU also produces: the XID catalog sends XID 13 and 31 to
-diagnostics to tell the GPU from the application, and a GPU whose memory or arithmetic
-fails makes any code fault the same way. One job's fault is its code's; several jobs'
-faults confined to one node are the node's question (:func:`mark_gpu_suspects`)."""
 
 
 def slim_view(verdicts: pl.DataFrame) -> pl.DataFrame:

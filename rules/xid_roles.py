@@ -1,6 +1,6 @@
-"""XID roles that depend on more than one line: repeat offender GPUs and NVLink5 severity.
+"""XID roles that depend on more than one line: repeat offenders, NVLink5 severity, monitoring queries.
 
-Two refinements of the events the ``gpu_xid`` rule (``gpu_xid.yaml``) extracts:
+Three refinements of the events the ``gpu_xid`` rule (``gpu_xid.yaml``) extracts:
 
 * XID 13 (graphics exception), 31 (MMU fault) and 43 (channel stopped) are normally the
   job's own fault. When the same physical GPU — (cluster, node, PCI address) — shows them in
@@ -11,6 +11,13 @@ Two refinements of the events the ``gpu_xid`` rule (``gpu_xid.yaml``) extracts:
   ``definitive``.
 * NVLink5 XIDs 144–150 carry a severity; the ``Nonfatal`` ones are corrected link events
   and become ``context``.
+* XID 119 (a GSP RPC timed out) names the process whose call timed out. Raised in a
+  monitoring query (:data:`MONITOR_PROCESSES`: ``name=nvidia-smi``) on a node where the
+  job's own processes printed no GPU fault (no ``gpu``-domain line in its output from that
+  node, none of :data:`~engine.rules.python_rules.GPU_FAULT_CAUSES`), while another node of
+  the attempt has a root candidate, it is ``context``: a query that stalled, not what the
+  job died of (the job's own processes on that GPU said nothing), and no rival to the fault
+  the failure points at. Alone, it stays a root candidate: nothing else explains the hang.
 
 XID 13/31/43 stamped before an attempt started belong to the job the GPU ran before:
 ``earlier_job.py`` makes them ``context`` for this attempt, after this rule.
@@ -27,7 +34,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import UNDECIDED_PARAM, with_param
+from engine.rules.python_rules import GPU_FAULT_CAUSES, UNDECIDED_PARAM, param, with_param, with_role
 
 REPEATABLE_EVENTS = (
     "xid_13_graphics_exception",
@@ -46,6 +53,12 @@ CAUSES = tuple(("gpu.repeated_xid", "gpu", "root_candidate", event) for event in
 
 MIN_JOBS = 2
 """Different jobs that must show a repeatable XID on one GPU before the GPU is blamed."""
+
+GSP_TIMEOUT_EVENT = "xid_119_gsp_rpc_timeout"
+"""XID 119: a GSP RPC timed out, in the call of the process the line names (``gpu_xid.yaml``)."""
+MONITOR_PROCESSES = ("nvidia-smi", "nv-hostengine", "dcgmi", "dcgm-exporter")
+"""Processes that query GPUs for monitoring (the kernel prints at most 15 characters of a
+process name): not the job's."""
 
 GPU_KEY = ("cluster", "node", "gpu")
 _NEEDED = (*GPU_KEY, "attempt_id", "event", "ts")
@@ -88,8 +101,33 @@ def repeat_offender_gpus(events: pl.DataFrame, history: pl.LazyFrame) -> pl.Data
     )
 
 
+def _monitor_queries_beside_roots(events: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with each monitoring query's GSP timeout (see the module docstring) made
+    context where its node's job output printed no GPU fault and another node of its
+    attempt has a root candidate."""
+    query = (pl.col("event") == GSP_TIMEOUT_EVENT) & (pl.col("role") == "root_candidate") \
+        & param("process").is_in(MONITOR_PROCESSES).fill_null(False)
+    if not events.select(query.any()).item():
+        return events
+    key = ["attempt_id", "node"]
+    said = events.filter(
+        (pl.col("source") == "app") & ((pl.col("domain") == "gpu") | pl.col("cause").is_in(GPU_FAULT_CAUSES))
+    ).select(key).unique()
+    roots = events.filter((pl.col("role") == "root_candidate") & pl.col("node").is_not_null() & ~query) \
+        .select("attempt_id", pl.col("node").alias("_root_node")).unique()
+    quiet = (
+        events.with_row_index("_row").filter(query).select("_row", *key)
+        .join(said, on=key, how="anti")
+        .join(roots, on="attempt_id")
+        .filter(pl.col("_root_node") != pl.col("node"))
+    )
+    return with_role(events, pl.int_range(events.height, eager=True).is_in(quiet["_row"].implode()), "context")
+
+
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
-    """Upgrade repeated XID 13/31/43 to GPU faults and demote Nonfatal NVLink5 XIDs."""
+    """Upgrade repeated XID 13/31/43 to GPU faults, demote Nonfatal NVLink5 XIDs and the
+    GSP timeouts of monitoring queries beside another node's root."""
+    events = _monitor_queries_beside_roots(events)
     repeatable = pl.col("event").is_in(REPEATABLE_EVENTS)
     nvlink5 = pl.col("event").is_in(NVLINK5_EVENTS)
     # Masks over narrow frames: few events are XIDs, and the events frame is wide.

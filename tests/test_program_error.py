@@ -152,11 +152,12 @@ def test_a_gpu_fault_the_job_saw_stays_the_root_beside_a_program_error(verdicts)
 def test_the_jobs_own_gpu_failing_at_the_moment_of_a_program_error_competes_with_it(verdicts):
     """On nodes the job held whole, a GPU that fell off the bus a second after a rank's
     KeyError is the job's own, not a neighbour's: two explanations, neither outranks the
-    other. On shared nodes it may be a neighbour's, and the program error stands."""
+    other. On shared nodes it may be a neighbour's, and the program error stands. The
+    KeyError's node is no suspect: no GPU fault raises one, wherever it ran."""
     v = verdicts["821"]
     assert v["quality"] == "ambiguous"
     assert {v["domain"], *(a["domain"] for a in v["alternatives"])} == {"workload", "gpu"}
-    assert "g21" in v["culprit_nodes"]
+    assert v["culprit_nodes"] == ["g21"]
     v = verdicts["822"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
     assert role_of(v, "gpu_xid") == "context"

@@ -95,6 +95,14 @@ their own (the rules that promote them: ``fail_slow.py``, ``straggler.py``): a G
 (``gpu_health.yaml``), a GPU's temperature above its slowdown point in DCGM's metrics
 (``metrics.yaml``: one event per hot spell, its ``last_ts`` the spell's last sample), a
 node's CPUs' (``host.yaml``)."""
+GPU_FAULT_CAUSES = (
+    "workload.non_finite_loss", "workload.illegal_memory_access", "workload.gpu_illegal_address",
+    "workload.gpu_mmu_fault", "workload.kernel_exception", "workload.launch_failure", "workload.illegal_instruction",
+    "workload.cublas_failure",
+)
+"""Workload causes a failing GPU also produces: the XID catalog sends XID 13 and 31 to
+diagnostics to tell the GPU from the application, and a GPU whose memory or arithmetic
+fails makes any code fault the same way (a loss gone NaN first of all)."""
 SLOW_FAULT_CAUSES = (*SLOWDOWN_CAUSES, "gpu.straggler", "host.pcie_link_degraded")
 """The causes of the faults that only slow a job down (``fail_slow.py``'s roots: a GPU or
 CPU held back by heat, the rank Megatron-LM names slowest, a GPU's link trained narrow): the
