@@ -28,6 +28,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 855|855|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[11-12]|gres/gpu=16,node=2
 856|856|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[13-14]|gres/gpu=16,node=2
 857|857|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[15-16]|gres/gpu=16,node=2
+858|858|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|m[17-18]|gres/gpu=16,node=2
 """
 # An NVLink error, as NVIDIA's XID catalog describes 74, and the device plugin's word of it.
 XID_74 = ("NVRM: Xid (PCI:0000:ba:00): 74, pid=509, name=python3, NVLink: fatal error detected on link 5"
@@ -73,7 +74,10 @@ def verdicts(tmp_path_factory):
     # NVIDIA/k8s-device-plugin#189 shows it); the kernel's line is not in the journal.
     # 857: the job before it left an NVLink error on m15 at 09:40 (the kernel's line and the
     # device plugin's); this job trained on m15 and m16 until m16's GPU fell off the bus.
-    for node in ("m1", "m3", "m4", "m5", "m6", "m7", "m9", "m10", "m11", "m13", "m14", "m15", "m16"):
+    # 858: m18's device plugin took a GPU out of service for XID 79 (the kernel's line not in
+    # the journal); a second later rank 8's watchdog died of the CUDA error it caused (its
+    # line as vllm-project/vllm#27430 quotes it).
+    for node in ("m1", "m3", "m4", "m5", "m6", "m7", "m9", "m10", "m11", "m13", "m14", "m15", "m16", "m17", "m18"):
         lines = [("10:05:00", ALIVE), ("10:25:00", ALIVE)]
         if node == "m15":
             lines[:0] = [("09:40:00", f"kernel: {XID_74}"), ("09:40:00", PLUGIN_74)]
@@ -84,10 +88,17 @@ def verdicts(tmp_path_factory):
         if node == "m14":
             lines.insert(1, ("10:20:00", "nvidia-device-plugin[2211]: 2026/11/20 10:20:00 XidCriticalError: Xid=94 "
                              "on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will go unhealthy."))
+        if node == "m18":
+            lines.insert(1, ("10:20:00", "nvidia-device-plugin[2211]: 2026/11/20 10:20:00 XidCriticalError: Xid=79 "
+                             "on Device=GPU-7540a9b3-eeb9-1214-1526-f93c9ea826a8, the device will go unhealthy."))
         (logs / f"{node}.log").write_text(syslog(node, *lines))
-    for job in ("850", "851", "852", "853", "854", "855", "856", "857"):
+    launch_failure = ("8: [rank8]:[E1120 10:20:01.022239569 ProcessGroupNCCL.cpp:2068] [PG ID 0 PG GUID 0(default_pg) "
+                      "Rank 8] Process group watchdog thread terminated with exception: CUDA error: unspecified launch "
+                      "failure\n")
+    for job in ("850", "851", "852", "853", "854", "855", "856", "857", "858"):
         (logs / f"slurm-{job}.out").write_text(
-            f"0: [2026-11-20 10:10:00,000] {ITERATION}\n" + "".join(watchdog_timeout(r, "10:29:00") + "\n" for r in range(8)))
+            f"0: [2026-11-20 10:10:00,000] {ITERATION}\n" + (launch_failure if job == "858" else "")
+            + "".join(watchdog_timeout(r, "10:29:00") + "\n" for r in range(8)))
     land_log_files(lake, [logs], cluster="c1")
     day = date(2026, 11, 20)
     return {row["job_id"]: row for row in run_attribution(lake, day, day).verdicts.to_dicts()}
@@ -127,6 +138,15 @@ def test_an_applications_xid_and_a_reset_gauge_blame_no_gpu(verdicts):
 def test_the_device_plugins_xid_takes_its_codes_domain(verdicts):
     v = verdicts["856"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu_memory", "gpu_memory.uncorrectable_ecc", ["m14"])
+
+
+def test_the_device_plugins_xid_explains_the_cuda_error_on_its_node(verdicts):
+    """As the kernel's XID line does: the launch failure a second later is its symptom, no
+    rival explanation."""
+    v = verdicts["858"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["m18"])
+    assert v["quality"] != "ambiguous"
+    assert {e["role"] for e in v["evidence"] if e["rule_id"] == "cuda.unspecified_launch_failure"} == {"confirmation"}
 
 
 def test_the_device_plugins_word_of_an_earlier_jobs_xid_is_that_jobs_too(verdicts):
