@@ -475,14 +475,15 @@ def select_root_cause(
     root_service = candidates.select("event_id", _service().alias("root_service")).unique("event_id")
     roots = first.select("attempt_id", "root_event_id", "root_cause", "root_ts", "root_cluster").join(
         root_service, left_on="root_event_id", right_on="event_id", how="left")
+    # The same service: the same Lustre target, NFS server or MDS, or both naming none (the
+    # attempt's clients losing another target half an hour before say nothing of this one).
+    same_service = pl.col("_service").eq_missing(pl.col("root_service"))
     in_attempt = (
         reports.join(roots, on="attempt_id")
-        .filter(pl.col("cause") == pl.col("root_cause"))
+        .filter((pl.col("cause") == pl.col("root_cause")) & same_service)
         .group_by("attempt_id")
         .agg(_several_clients())
     )
-    # The same service: the same Lustre target, NFS server or MDS, or both naming none.
-    same_service = pl.col("_service").eq_missing(pl.col("root_service"))
     in_fleet = (
         pl.concat([reports.select(idle_reports.columns), idle_reports])
         .select("cluster", "cause", "node", "ts", "_service", "_node_log").unique()

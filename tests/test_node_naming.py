@@ -37,6 +37,9 @@ CEPH_MON_LOST = "libceph: mon2 (1)10.0.0.247:6789 session lost, hunting for new 
 # https://github.com/aws/aws-parallelcluster/issues/2701
 LUSTRE_LOST = ("Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection to no2zxbmv-MDT0000 (at 10.0.47.232@tcp) "
                "was lost; in progress operations using this service will wait for recovery to complete")
+# The same client getting its target back, in the client's "Connection restored to <target>
+# (at <nid>)" words (lustre/ptlrpc/import.c).
+LUSTRE_RESTORED = "Lustre: no2zxbmv-MDT0000-mdc-000000001785e248: Connection restored to no2zxbmv-MDT0000 (at 10.0.47.232@tcp)"
 # https://github.com/zai-org/ChatGLM2-6B/issues/520 (torchelastic's report of a worker SIGKILLed)
 SIGKILLED = ("ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
              "(pid: 31631) of binary: /usr/bin/python3")
@@ -67,6 +70,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 617|617|train|hank|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[23-24]|gres/gpu=16,node=2
 618|618|train|ivan|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n[25-26]|gres/gpu=16,node=2
 619|619|train|judy|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[27-29]|gres/gpu=24,node=3
+620|620|train|karl|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[30-31]|gres/gpu=16,node=2
 """
 
 
@@ -139,6 +143,17 @@ def verdicts(tmp_path_factory):
         (logs / f"{node}.log").write_text(_kernel(node, "10:20:00", NFS_DOWN.replace("192.168.1.229", "192.168.1.233")))
     (logs / "n29.log").write_text(_kernel("n29", "10:20:02", XID_79))
     (logs / "slurm-619.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
+    # 620: both clients lost one target at 10:05 and got it back 40 s later; at 10:20 n31
+    # alone lost another target, and the job failed of it.
+    def target(line: str, name: str) -> str:
+        return line.replace("MDT0000", name)
+
+    for node in ("n30", "n31"):
+        lines = [("10:05:00", target(LUSTRE_LOST, "OST0002")), ("10:05:40", target(LUSTRE_RESTORED, "OST0002"))]
+        if node == "n31":
+            lines.append(("10:20:00", target(LUSTRE_LOST, "OST0009")))
+        (logs / f"{node}.log").write_text(syslog(node, *((clock, f"kernel: {m}") for clock, m in lines)))
+    (logs / "slurm-620.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -212,6 +227,11 @@ def test_a_storage_target_the_clients_of_other_jobs_lost_too_names_no_node(verdi
     target go from another node minutes later: the server failed, not a client."""
     for job in ("608", "609"):
         assert (verdicts[job]["cause"], verdicts[job]["culprit_nodes"]) == ("storage.filesystem_unavailable", [])
+
+
+def test_a_target_one_node_lost_names_it_though_all_clients_lost_another_before(verdicts):
+    """The two clients losing another target fifteen minutes before say nothing of this one."""
+    assert (verdicts["620"]["cause"], verdicts["620"]["culprit_nodes"]) == ("storage.filesystem_unavailable", ["n31"])
 
 
 def test_a_file_server_an_idle_node_lost_too_names_no_node(verdicts):
