@@ -19,7 +19,7 @@ from engine.config import NODE_LOG_SOURCES
 from engine.decide import INFRASTRUCTURE, LATE_ENDS, onset, outage_rivals, reports_timeout
 from engine.outages import closed, confirmed, outage, recoveries
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
-from engine.rules.python_rules import with_role
+from engine.rules.python_rules import UNDECIDED_PARAM, with_param, with_role
 
 SCOPE_KEYS = {
     "attempt": ["attempt_id"],
@@ -348,7 +348,9 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
     another node's, or none) stays: that rank is the one the others waited for, and its
     GPU failing is why, whatever the node's clock says (one running minutes ahead, with no
-    launch line to place it, stamps the fault after the hang began). Nor does a report made
+    launch line to place it, stamps the fault after the hang began); its verdict is never
+    ``definitive`` (:data:`~engine.rules.python_rules.UNDECIDED_PARAM`): the stamp does not
+    say it came first. Nor does a report made
     when a timeout ran out (:data:`NOTICED_LATE`: a node the scheduler lost, a filesystem
     that stopped answering): it dates the notice, and the fault began before it."""
     if events.is_empty():
@@ -373,16 +375,23 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
         | pl.col("cause").is_in(LATE_ENDS)
     )
     waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most"))
-    late = (
+    marks = (
         events.select("attempt_id", "node", "domain", onset().alias("_onset"), candidate=candidate)
         .join(hung, on="attempt_id", how="left", maintain_order="left")
         .join(reporting, on=["attempt_id", "node"], how="left", maintain_order="left")
         .join(most, on="attempt_id", how="left", maintain_order="left")
-        .select(pl.col("candidate") & (pl.col("_onset") > pl.col("_hung") + HANG_MARGIN).fill_null(False)
-                & ~waited_for.fill_null(False))
-        .to_series()
+        .select(
+            after=pl.col("candidate") & (pl.col("_onset") > pl.col("_hung") + HANG_MARGIN).fill_null(False),
+            waited_for=waited_for.fill_null(False),
+        )
     )
-    return with_role(events, late, "context")
+    late = marks["after"] & ~marks["waited_for"]
+    # Kept only because its node's rank never reported: its stamp does not say it came
+    # first, so the verdict it makes is never definitive.
+    kept = marks["after"] & marks["waited_for"]
+    events = with_role(events, late, "context")
+    return with_param(events, kept, UNDECIDED_PARAM, "stamped after the hang began, on the node the others waited for") \
+        if kept.any() else events
 
 
 def _timeout_ms() -> pl.Expr:

@@ -126,6 +126,8 @@ def test_a_gpu_lost_on_the_silent_ranks_node_is_the_root_though_its_clock_dates_
         TIMEOUT.format(r=r, t=n4_clock if r >= 24 else "10:30:00") + "\n" for r in range(32) if r != 27))
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n4"])
+    # Nothing but the silent rank ties the fault to the hang: its stamp came after it.
+    assert v["quality"] == "probable"
 
 
 # The watchdog's report of the work it found failed, as PyTorch prints it (NVIDIA/nccl#1409),

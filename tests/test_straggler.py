@@ -53,6 +53,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 634|634|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[79-81]|gres/gpu=6,node=3
 635|635|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[82-83]|gres/gpu=4,node=2
 636|636|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[84-85]|gres/gpu=4,node=2
+637|637|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[86-87]|gres/gpu=4,node=2
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -163,6 +164,11 @@ def verdicts(tmp_path_factory):
     for job, (waiting, silent), boot in (("635", ("n82", "n83"), "10:50:00"), ("636", ("n84", "n85"), "12:41:00")):
         (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
         (logs / f"{silent}.log").write_text(syslog(silent, ("10:29:00", "kernel: ok"), (boot, f"kernel: {BOOT}")))
+    # 637: n87's ranks never joined; its GPU fell off the bus, stamped six minutes after the
+    # collective began (its clock, or its kernel's word, late).
+    (logs / "slurm-637.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
+    (logs / "n86.log").write_text(syslog("n86", ("10:29:00", "kernel: ok"), ("10:39:00", "kernel: ok")))
+    (logs / "n87.log").write_text(syslog("n87", ("10:29:00", "kernel: ok"), ("10:36:00", f"kernel: {XID_79}")))
     # 629: 610's hang, ended by a preemption eighteen minutes after the watchdog fired.
     (logs / "slurm-629.out").write_text(
         "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
@@ -394,6 +400,13 @@ def test_a_silent_node_rebooted_hours_later_is_only_named(verdicts):
     v = verdicts["636"]
     assert (v["cause"], v["quality"], v["culprit_nodes"]) == ("unknown.symptoms_only", "insufficient", [])
     assert role_of(v, "straggler_rank") == "context"
+
+
+def test_a_gpu_lost_on_the_silent_node_stamped_after_the_hang_began_is_the_root_but_not_definitive(verdicts):
+    """The silent node's GPU is why the others waited, whatever its stamp says; but the
+    stamp does not say it came first."""
+    v = verdicts["637"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["quality"]) == ("gpu", "gpu.fallen_off_bus", ["n87"], "probable")
 
 
 def test_a_preemption_long_after_the_hang_only_stopped_the_job(verdicts):

@@ -235,8 +235,10 @@ UNDECIDED_PARAM = "undecided"
 placed between several nodes without telling which of them is at fault (two nodes whose
 failing connections name only each other, ``ib_peer.py``), on a node only the others'
 reports place (the silent end of every failing connection, ``ib_peer.py``), or on a GPU
-only its repeating across jobs blames (``xid_roles.py``): the verdict names them all, and
-is never ``definitive`` (:func:`engine.decide.decide`)."""
+only its repeating across jobs blames (``xid_roles.py``), or on a fault only its place
+beside the silent ranks ties to the hang (:func:`engine.relabel.demote_roots_after_the_hang`,
+``midrun_cuda_error.py``): the verdict names them all, and is never ``definitive``
+(:func:`engine.decide.decide`)."""
 
 
 RIVAL_PARAM = "rival"
