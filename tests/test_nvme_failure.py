@@ -1,8 +1,8 @@
 """A local NVMe drive that timed out, was reset and then disabled: the disabled device is the
 verdict's cause (the disk failed: replace it), its earlier timeouts its confirmations; a
-timeout the driver recovered from stays the timeout. Real lines (leptonai/gpud's kmsg
-matcher tests), landed through the Slurm connector and the files landing, attributed by a
-run."""
+timeout the driver recovered from stays the timeout; md failing a RAID member outranks the
+block layer's I/O errors that made it give up. Real lines (leptonai/gpud's kmsg matcher
+tests), landed through the Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
 
@@ -16,10 +16,16 @@ TIMEOUT = "kernel: nvme nvme4: I/O tag 22 (2016) opcode 0x2 (Admin Cmd) QID 0 ti
 DISABLED = "kernel: nvme nvme4: Disabling device after reset failure: -19"
 # https://github.com/pytorch/pytorch/issues/48580 (the error a read on a failing disk raises)
 EIO = "OSError: [Errno 5] Input/output error"
+# The block layer's failed request (oxidecomputer/crucible#408) and md failing the
+# member it came from (leptonai/gpud's kmsg matcher tests).
+BLOCK_EIO = ("kernel: blk_update_request: I/O error, dev nvme1n1, sector 823872 op 0x0:(READ) flags 0x80700 "
+             "phys_seg 1 prio class 0")
+RAID_FAILED = "kernel: md/raid0md0: Disk failure on nvme1n1p1 detected, failing array."
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 860|860|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q1|gres/gpu=8,node=1
 861|861|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q2|gres/gpu=8,node=1
+862|862|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q3|gres/gpu=8,node=1
 """
 
 
@@ -32,7 +38,9 @@ def verdicts(tmp_path_factory):
     # timeout, and the reset brought the drive back.
     (logs / "q1.log").write_text(syslog("q1", ("10:05:00", "kernel: ok"), ("10:20:00", TIMEOUT), ("10:20:02", DISABLED)))
     (logs / "q2.log").write_text(syslog("q2", ("10:05:00", "kernel: ok"), ("10:20:00", TIMEOUT)))
-    for job in ("860", "861"):
+    # 862: a read failed at 10:20:00 and md failed the array's member a moment later.
+    (logs / "q3.log").write_text(syslog("q3", ("10:05:00", "kernel: ok"), ("10:20:00", BLOCK_EIO), ("10:20:01", RAID_FAILED)))
+    for job in ("860", "861", "862"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:19:00,000] {ITERATION}\n[2026-11-20 10:20:05,000] {EIO}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
@@ -46,3 +54,9 @@ def test_a_drive_that_only_timed_out_stays_a_timeout(verdicts):
     v = verdicts["861"]
     assert (v["cause"], v["culprit_nodes"]) == ("storage.disk_timeout", ["q2"])
     assert role_of(v, "host.nvme_failure") == "root_candidate"
+
+
+def test_a_failed_raid_member_is_the_cause_its_io_errors_confirm(verdicts):
+    v = verdicts["862"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_failure", ["q3"])
+    assert role_of(v, "host.raid_disk_failure") == "root_candidate"
