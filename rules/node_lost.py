@@ -39,12 +39,13 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.rules.python_rules import known_events, link_to_roots, new_events, rooted_attempts
+from engine.rules.python_rules import (
+    BOOT_EVENT, known_events, link_to_roots, new_events, node_down_events, rebooted, rooted_attempts,
+)
 
 RULE_ID = "node_lost"
 CAUSES = (("host.node_failure", "host", "root_candidate", "host.node_lost"),)
 """The lost node, named as the root of its NODE_FAIL attempt."""
-BOOT_EVENT = "host.node_boot"
 REBOOT_WITHIN = timedelta(hours=2)
 """How long after a NODE_FAIL attempt ended a boot of one of its nodes still names it."""
 REBOOT_SOON = timedelta(minutes=30)
@@ -143,30 +144,13 @@ def _silent_end_rebooted(events: pl.DataFrame, context) -> pl.DataFrame:
     ends = events.filter((pl.col("event") == SILENT_END_EVENT) & (pl.col("role") == "root_candidate"))
     if ends.is_empty():
         return events
-    boots = known_events(events, context, [BOOT_EVENT], ["cluster", "node", "ts"]).rename({"ts": "_boot"})
-    found = (
-        ends.join(boots, on=["cluster", "node"])
-        .filter((pl.col("_boot") > pl.col("start_ts")) & (pl.col("_boot") <= pl.col("end_ts") + REBOOT_SOON))
-        .sort("event_id", "_boot")
-        .unique("event_id", keep="first", maintain_order=True)
-    )
+    found = rebooted(ends, events, context, since=pl.col("start_ts"), until=pl.col("end_ts") + REBOOT_SOON,
+                     key="event_id")
     if found.is_empty():
         return events
-    message = pl.concat_str([
-        pl.lit("node "), pl.col("node"), pl.lit(" stopped answering: every failing connection of the attempt names it, it "
-                                                 "reported nothing itself, and it booted again at "),
-        pl.col("_boot").dt.strftime("%Y-%m-%dT%H:%M:%SZ"), pl.lit(": it lost power, hung or crashed"),
-    ])
-    added = new_events(
-        found.with_columns(
-            message.alias("message"),
-            pl.struct(pl.col("_boot").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ").alias("booted")).struct.json_encode()
-            .alias("params"),
-            pl.lit("inferred").alias("ts_source"),
-        ).drop("event", "event_id", "rule_id", "domain", "cause", "role", "action", "caused_by", "_boot"),
-        events, rule_id=RULE_ID, event="host.node_lost", domain="host", cause="host.node_failure",
-        role="root_candidate", action="check_host",
-    )
+    why = pl.concat_str([pl.lit("node "), pl.col("node"), pl.lit(" stopped answering: every failing connection of the "
+                                                                 "attempt names it and it reported nothing itself")])
+    added = node_down_events(found, events, rule_id=RULE_ID, why=why)
     links = found.select("attempt_id", "event_id").join(
         added.select("attempt_id", pl.col("event_id").alias("_root")), on="attempt_id")
     return pl.concat([link_to_roots(events, links, "confirmation"), added])

@@ -78,7 +78,8 @@ import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
 from engine.rules.python_rules import (
-    COLLECTIVE_TIMEOUT_EVENT, SLOWDOWN_CAUSES, known_events, new_events, rooted_attempts, with_role,
+    BOOT_EVENT, COLLECTIVE_TIMEOUT_EVENT, SLOWDOWN_CAUSES, new_events, node_down_events, rebooted, rooted_attempts,
+    with_role,
 )
 from ingest.schema import processes_per_node
 
@@ -91,8 +92,6 @@ CAUSES = (
 """Rank 0 stuck (its own code: tokenising, loading data) is the root; another rank, or a
 node's ranks, are only named, as context, for someone to look at; a whole silent node that
 booted again soon after went down."""
-BOOT_EVENT = "host.node_boot"
-"""The kernel's ``Linux version`` line of a new boot (``host.yaml``)."""
 HISTORY_EVENTS = (BOOT_EVENT,)
 REBOOT_SOON = timedelta(minutes=30)
 """How soon after the attempt ended a whole silent node's boot still says it went down
@@ -382,30 +381,13 @@ def _rebooted_node_as_root(events: pl.DataFrame, whole: pl.DataFrame, context) -
     if whole.is_empty():
         return events
     whole = whole.join(rooted_attempts(events), on="attempt_id", how="anti")
-    boots = known_events(events, context, [BOOT_EVENT], ["cluster", "node", "ts"]).rename({"ts": "_boot"})
     straggler = events.filter(pl.col("event") == "straggler_rank").join(whole, on="attempt_id", how="semi")
-    found = (
-        straggler.join(whole.select("attempt_id", "_began", _end="end_ts"), on="attempt_id")
-        .join(boots, on=["cluster", "node"])
-        .filter((pl.col("_boot") > pl.col("_began")) & (pl.col("_boot") <= pl.col("_end") + REBOOT_SOON))
-        .sort("attempt_id", "_boot")
-        .unique("attempt_id", keep="first", maintain_order=True)
-    )
+    found = rebooted(straggler.join(whole.select("attempt_id", "_began", _end="end_ts"), on="attempt_id"), events, context,
+                     since=pl.col("_began"), until=pl.col("_end") + REBOOT_SOON, key="attempt_id")
     if found.is_empty():
         return events
-    message = pl.concat_str([
-        pl.lit("node "), pl.col("node"), pl.lit(" went down: "), pl.col("message").str.replace(r": busy elsewhere or hung$", ""),
-        pl.lit(", and it booted again at "), pl.col("_boot").dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        pl.lit(": it lost power, hung or crashed"),
-    ])
-    added = new_events(
-        found.with_columns(
-            message.alias("message"),
-            pl.struct(pl.col("_boot").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ").alias("booted")).struct.json_encode()
-            .alias("params"),
-        ).drop("event", "event_id", "rule_id", "domain", "cause", "role", "action", "caused_by", "_boot", "_began", "_end"),
-        events, rule_id=RULE_ID, event="host.node_lost", domain="host", cause="host.node_failure",
-        role="root_candidate", action="check_host",
-    )
+    why = pl.concat_str([pl.lit("node "), pl.col("node"), pl.lit(" went down: "),
+                         pl.col("message").str.replace(r": busy elsewhere or hung$", "")])
+    added = node_down_events(found, events, rule_id=RULE_ID, why=why)
     explained = (pl.col("event") == "straggler_rank") & pl.col("attempt_id").is_in(found["attempt_id"].implode())
     return pl.concat([with_role(events, explained, "context"), added])

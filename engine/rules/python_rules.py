@@ -334,6 +334,41 @@ def with_role(events: pl.DataFrame, mask: pl.Series | pl.Expr, role: str) -> pl.
     return with_values(events, mask, role=role)
 
 
+BOOT_EVENT = "host.node_boot"
+"""The kernel's first line of a new boot (``Linux version …``, ``host.yaml``)."""
+
+
+def rebooted(rows: pl.DataFrame, events: pl.DataFrame, context: RuleContext, *, since: pl.Expr, until: pl.Expr,
+             key: str) -> pl.DataFrame:
+    """``rows`` (with ``cluster`` and ``node``) whose node booted again after ``since`` and no
+    later than ``until`` (:data:`BOOT_EVENT`, among ``events`` and past events: a reboot
+    usually comes after the attempt's window closed; the rule declares it in its
+    ``HISTORY_EVENTS``), one per ``key``, with ``_boot``, its first such boot."""
+    boots = known_events(events, context, [BOOT_EVENT], ["cluster", "node", "ts"]).rename({"ts": "_boot"})
+    return (
+        rows.join(boots, on=["cluster", "node"])
+        .filter((pl.col("_boot") > since) & (pl.col("_boot") <= until))
+        .sort(key, "_boot")
+        .unique(key, keep="first", maintain_order=True)
+    )
+
+
+def node_down_events(rows: pl.DataFrame, like: pl.DataFrame, *, rule_id: str, why: pl.Expr) -> pl.DataFrame:
+    """``host.node_failure`` root candidates (event ``host.node_lost``) for nodes a rule found
+    went down and booted again: one per row of ``rows`` (an event of ``like``'s columns, with
+    ``_boot`` from :func:`rebooted`, kept in ``params`` as ``booted``), its message ``why``
+    and the boot. Their time is inferred, never printed."""
+    message = pl.concat_str([why, pl.lit(", and it booted again at "), pl.col("_boot").dt.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                             pl.lit(": it lost power, hung or crashed")])
+    booted = pl.struct(pl.col("_boot").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ").alias("booted")).struct.json_encode()
+    return new_events(
+        rows.with_columns(message.alias("message"), booted.alias("params"), pl.lit("inferred").alias("ts_source"))
+        .drop("caused_by", strict=False),
+        like, rule_id=rule_id, event="host.node_lost", domain="host", cause="host.node_failure",
+        role="root_candidate", action="check_host",
+    )
+
+
 def link_to_roots(events: pl.DataFrame, links: pl.DataFrame, role: str) -> pl.DataFrame:
     """``events`` with each row ``links`` names (``attempt_id``, ``event_id``) given ``role``
     and linked (``caused_by``, unless it is linked already) to the event id in the link's
