@@ -17,7 +17,8 @@ Three refinements of the events the ``gpu_xid`` rule (``gpu_xid.yaml``) extracts
   node, none of :data:`~engine.rules.python_rules.GPU_FAULT_CAUSES`), while another node of
   the attempt has a root candidate, it is ``context``: a query that stalled, not what the
   job died of (the job's own processes on that GPU said nothing), and no rival to the fault
-  the failure points at. Alone, it stays a root candidate: nothing else explains the hang.
+  the failure points at. Alone, or beside only the scheduler's end of the job (a time
+  limit), it stays a root candidate: nothing else explains the hang.
 
 XID 13/31/43 stamped before an attempt started belong to the job the GPU ran before:
 ``earlier_job.py`` makes them ``context`` for this attempt, after this rule.
@@ -113,7 +114,9 @@ def _monitor_queries_beside_roots(events: pl.DataFrame) -> pl.DataFrame:
     said = events.filter(
         (pl.col("source") == "app") & ((pl.col("domain") == "gpu") | pl.col("cause").is_in(GPU_FAULT_CAUSES))
     ).select(key).unique()
-    roots = events.filter((pl.col("role") == "root_candidate") & pl.col("node").is_not_null() & ~query) \
+    # The scheduler's banners (a time limit, a cancellation) stop a job; they explain no stall.
+    roots = events.filter((pl.col("role") == "root_candidate") & pl.col("node").is_not_null() & ~query
+                          & (pl.col("domain") != "scheduler")) \
         .select("attempt_id", pl.col("node").alias("_root_node")).unique()
     quiet = (
         events.with_row_index("_row").filter(query).select("_row", *key)
