@@ -55,7 +55,7 @@ import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
 from engine.extract import address_banner
-from engine.rules.python_rules import link_to_roots, new_events, param, with_values
+from engine.rules.python_rules import at_rows, link_to_roots, new_events, param, with_values
 from ingest.hostlist import short_host
 from ingest.schema import processes_per_node
 
@@ -174,7 +174,7 @@ def _misconfigured_rendezvous(events: pl.DataFrame, context) -> pl.DataFrame:
     )["_row"]
     if misconfigured.is_empty():
         return events
-    theirs = pl.int_range(events.height, eager=True).is_in(misconfigured.implode())
+    theirs = at_rows(events, misconfigured)
     return with_values(events, theirs, role="root_candidate", domain="workload", cause="workload.bad_arguments",
                     action="fix_workload")
 

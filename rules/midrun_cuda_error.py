@@ -25,7 +25,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.rules.python_rules import UNDECIDED_PARAM, rooted_attempts, with_param, with_role
+from engine.rules.python_rules import UNDECIDED_PARAM, at_rows, rooted_attempts, with_param, with_role
 
 UNKNOWN_ERROR_EVENT = "cuda_unknown_error"
 """The event of CUDA's unknown error (``cuda_framework.yaml``)."""
@@ -51,6 +51,6 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     if found.is_empty():
         return events
-    promoted = pl.int_range(events.height, eager=True).is_in(found["_row"].implode())
+    promoted = at_rows(events, found["_row"])
     return with_param(with_role(events, promoted, "root_candidate"), promoted, UNDECIDED_PARAM,
                       "the job's own unknown CUDA error on this node's ranks, mid-run")

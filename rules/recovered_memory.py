@@ -18,7 +18,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.rules.python_rules import with_role
+from engine.rules.python_rules import at_rows, with_role
 
 UNCORRECTABLE = "host.memory_uncorrectable_ecc"
 """The event of EDAC's uncorrectable error line (``host.edac_memory_error``)."""
@@ -46,4 +46,4 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .group_by("_row").agg(pl.col("_recovered").all().alias("_harmless"))
         .filter("_harmless")
     )
-    return with_role(events, pl.int_range(events.height, eager=True).is_in(outcome["_row"].implode()), "context")
+    return with_role(events, at_rows(events, outcome["_row"]), "context")

@@ -78,8 +78,8 @@ import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
 from engine.rules.python_rules import (
-    BOOT_EVENT, COLLECTIVE_TIMEOUT_EVENT, SLOWDOWN_CAUSES, new_events, node_down_events, rebooted, rooted_attempts,
-    with_role,
+    BOOT_EVENT, COLLECTIVE_TIMEOUT_EVENT, SLOWDOWN_CAUSES, at_rows, new_events, node_down_events, rebooted,
+    rooted_attempts, with_role,
 )
 from ingest.schema import processes_per_node
 
@@ -289,8 +289,7 @@ def _storage_stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.D
     )
     if stalled.is_empty():
         return events
-    promoted = pl.int_range(events.height, eager=True).is_in(
-        reports.join(stalled, on="attempt_id", how="semi")["_row"].implode())
+    promoted = at_rows(events, reports.join(stalled, on="attempt_id", how="semi")["_row"])
     straggler = (pl.col("rule_id") == RULE_ID) & pl.col("attempt_id").is_in(stalled["attempt_id"].implode())
     return with_role(with_role(events, promoted, "root_candidate"), straggler, "context")
 
@@ -329,7 +328,7 @@ def _hung_node_as_root(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFra
     ).filter(pl.col("node").n_unique().over("attempt_id") == 1)
     if hung.is_empty():
         return events
-    return with_role(events, pl.int_range(events.height, eager=True).is_in(hung["_row"].implode()), "root_candidate")
+    return with_role(events, at_rows(events, hung["_row"]), "root_candidate")
 
 
 def _data_waits_as_roots(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFrame:
@@ -349,9 +348,8 @@ def _data_waits_as_roots(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFr
     )
     if waits.is_empty():
         return events
-    rows = pl.int_range(events.height, eager=True)
     explained = (pl.col("rule_id") == RULE_ID) & pl.col("attempt_id").is_in(waits["attempt_id"].implode())
-    return with_role(with_role(events, rows.is_in(waits["_row"].implode()), "root_candidate"),
+    return with_role(with_role(events, at_rows(events, waits["_row"]), "root_candidate"),
                      explained & (pl.col("role") == "root_candidate"), "context")
 
 
@@ -368,7 +366,7 @@ def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame
     )
     if stalls.is_empty():
         return events
-    promoted = pl.int_range(events.height, eager=True).is_in(stalls["_row"].implode())
+    promoted = at_rows(events, stalls["_row"])
     return with_role(events, promoted, "root_candidate")
 
 
@@ -381,7 +379,7 @@ def _rebooted_node_as_root(events: pl.DataFrame, whole: pl.DataFrame, context) -
     if whole.is_empty():
         return events
     whole = whole.join(rooted_attempts(events), on="attempt_id", how="anti")
-    straggler = events.filter(pl.col("event") == "straggler_rank").join(whole, on="attempt_id", how="semi")
+    straggler = events.filter(pl.col("rule_id") == RULE_ID).join(whole, on="attempt_id", how="semi")
     found = rebooted(straggler.join(whole.select("attempt_id", "_began", _end="end_ts"), on="attempt_id"), events, context,
                      since=pl.col("_began"), until=pl.col("_end") + REBOOT_SOON, key="attempt_id")
     if found.is_empty():
@@ -389,5 +387,5 @@ def _rebooted_node_as_root(events: pl.DataFrame, whole: pl.DataFrame, context) -
     why = pl.concat_str([pl.lit("node "), pl.col("node"), pl.lit(" went down: "),
                          pl.col("message").str.replace(r": busy elsewhere or hung$", "")])
     added = node_down_events(found, events, rule_id=RULE_ID, why=why)
-    explained = (pl.col("event") == "straggler_rank") & pl.col("attempt_id").is_in(found["attempt_id"].implode())
+    explained = (pl.col("rule_id") == RULE_ID) & pl.col("attempt_id").is_in(found["attempt_id"].implode())
     return pl.concat([with_role(events, explained, "context"), added])

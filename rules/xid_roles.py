@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import GPU_FAULT_CAUSES, UNDECIDED_PARAM, param, with_param, with_role
+from engine.rules.python_rules import GPU_FAULT_CAUSES, UNDECIDED_PARAM, at_rows, param, with_param, with_role
 
 REPEATABLE_EVENTS = (
     "xid_13_graphics_exception",
@@ -124,7 +124,7 @@ def _monitor_queries_beside_roots(events: pl.DataFrame) -> pl.DataFrame:
         .join(roots, on="attempt_id")
         .filter(pl.col("_root_node") != pl.col("node"))
     )
-    return with_role(events, pl.int_range(events.height, eager=True).is_in(quiet["_row"].implode()), "context")
+    return with_role(events, at_rows(events, quiet["_row"]), "context")
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:

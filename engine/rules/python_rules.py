@@ -328,6 +328,12 @@ def with_values(events: pl.DataFrame, mask: pl.Series | pl.Expr, **values: str) 
     return events.with_columns(pl.when(mask).then(pl.lit(v)).otherwise(pl.col(c)).alias(c) for c, v in values.items())
 
 
+def at_rows(events: pl.DataFrame, rows: pl.Series) -> pl.Series:
+    """The mask of ``events``' rows whose index is among ``rows`` (``_row`` numbers a rule
+    took from ``events.with_row_index("_row")`` and narrowed on a small frame)."""
+    return pl.int_range(events.height, eager=True).is_in(rows.implode())
+
+
 def with_role(events: pl.DataFrame, mask: pl.Series | pl.Expr, role: str) -> pl.DataFrame:
     """``events`` with the rows ``mask`` selects given ``role`` (their links unchanged): how
     a rule demotes lines to ``context`` or promotes them to root candidates."""
