@@ -52,7 +52,7 @@ from engine.config import NODE_LOG_SOURCES, EngineConfig
 from engine.outages import closed, confirmed, outage, recoveries
 from engine.rules.loader import RulePack
 from engine.rules.python_rules import (
-    GPU_FAULT_CAUSES, RIVAL_PARAM, SLOW_FAULT_CAUSES, UNDECIDED_PARAM, origin_position, param, with_role,
+    GPU_FAULT_CAUSES, RIVAL_PARAM, UNDECIDED_PARAM, origin_position, param, slows_the_job, with_role,
 )
 from ingest.files.common import TS_DTYPE
 from ingest.schema import ALTERNATIVE, EVIDENCE, RESPONSIBILITY
@@ -204,10 +204,11 @@ def demote_outworked_roots(events: pl.DataFrame, coverage: pl.DataFrame, fail_at
     the earlier fault is context; with none after it, nothing else explains the failure
     and the fault stays (as :func:`engine.relabel.demote_outlived_roots` keeps a fault that
     passes by itself). Progress is the attempt's as a whole: a collective job only reports a
-    step its every rank took. A fault that only slows a job (:data:`SLOW_FAULT_CAUSES`) is
-    one it goes on reporting through: never outworked."""
+    step its every rank took. A fault that only slows a job
+    (:func:`engine.rules.python_rules.slows_the_job`) is one it goes on reporting through:
+    never outworked."""
     root = pl.col("role") == "root_candidate"
-    outworkable = root & ~pl.col("cause").is_in(SLOW_FAULT_CAUSES)
+    outworkable = root & ~slows_the_job()
     progress = coverage.select("attempt_id", "last_progress").drop_nulls()
     if progress.is_empty() or not events.select(root.any()).item():
         return events

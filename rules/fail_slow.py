@@ -16,10 +16,22 @@ and the time limit may have been too short anyway, so the verdict cannot be corr
 by the state and stays ``probable``. The GPU index DCGM names (``dcgm_gpu``) fills the
 event's GPU where the line gave none.
 
-A GPU whose PCIe link the kernel reported trained narrower than the GPU can run
-(``pcie_bandwidth_limited`` under the ``nvidia`` driver, x8 of x16) ran slow the whole run:
-the link stays so until the next boot, so the one report is sustained by itself, and it
-becomes the root candidate of such an attempt in the same way.
+A GPU or an InfiniBand/RoCE adapter whose PCIe link the kernel reported trained narrower
+than the device can run (``pcie_bandwidth_limited`` under the ``nvidia`` or ``mlx5_core``
+driver, x4 of x16) ran slow the whole run: the link stays so until the next boot, so the one
+report is sustained by itself, and it becomes the root candidate of such an attempt in the
+same way. The driver reports it once, as it probes the device at boot, often hours before
+the job and outside its window: the node's last such report is looked up among past events
+(``context.history``) too, unless the node booted again since, and copied into the attempt.
+
+A port that went down and came back up again and again through the run (a failing cable or
+transceiver) slowed it the same way: each bounce was outlived (``network.link_down`` is then
+``context``, :func:`engine.relabel.demote_outlived_roots`), but every collective through the
+port stalled and retried at each. Its link-downs become the root candidates of such an
+attempt under the same rule (at least :data:`MIN_REPORTS`, first to last over
+:data:`MIN_SHARE` of the run, on one node's port), marked
+:data:`engine.rules.python_rules.SUSTAINED_PARAM` so that the job reporting progress after
+them does not demote them again.
 
 Megatron-LM's straggler detector names the slowest rank of each logging interval from rank
 0's output (``MxRtt/Rnk: 6341.67ms/726``, ``gpu_health.yaml``). Each report whose slowest
@@ -36,7 +48,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from engine.rules.python_rules import SLOWDOWN_CAUSES, new_events, param, rooted_attempts, with_role
+from engine.rules.python_rules import (
+    BOOT_EVENT, SLOWDOWN_CAUSES, SUSTAINED_PARAM, known_events, new_events, param, rebooted, rooted_attempts,
+    with_param, with_role,
+)
 from ingest.schema import processes_per_node
 
 RULE_ID = "fail_slow"
@@ -48,15 +63,30 @@ MIN_REPORTS = 3
 MIN_SHARE = 0.5
 """The share of the attempt's run time the reports must span, first to last; and of its
 straggler detector's reports, the share that must name one rank slowest (more than it)."""
+NARROW_EVENT = "pcie_bandwidth_limited"
+NARROW_CAUSE = "host.pcie_link_degraded"
+NARROW_DRIVERS = ("nvidia", "mlx5_core")
+"""The drivers whose report of a narrow link is about their own device: a GPU's, a ConnectX
+adapter's. The PCI core's own enumeration notice (driver ``pci``) is left alone."""
 NARROW_LINK = (
-    (pl.col("event") == "pcie_bandwidth_limited") & (param("driver") == "nvidia")
+    (pl.col("event") == NARROW_EVENT) & param("driver").is_in(NARROW_DRIVERS)
     & (param("width").cast(pl.Int32, strict=False) < param("capable_width").cast(pl.Int32, strict=False))
 ).fill_null(False)
-"""A GPU's link trained narrower than it can run (``gpu_health.yaml``)."""
+"""A GPU's or an adapter's link trained narrower than it can run (``gpu_health.yaml``)."""
+NARROW_COLUMNS = ["cluster", "node", "ts", "gpu", "origin", "message", "source", "ts_source", "params", "action", "event"]
+"""What a narrow link's report carries over to its copy in a later attempt."""
+HISTORY_EVENTS = (NARROW_EVENT, BOOT_EVENT)
+"""Narrow links reported at boot, and the boots that end them, looked up in past events."""
+BOUNCING_PORT = pl.col("cause") == "network.link_down"
+"""A port's link-down (``fabric.yaml``): repeated through the run, a bouncing port."""
+LINK = pl.when(BOUNCING_PORT).then(pl.coalesce(pl.col("port"), param("netdev"), param("pci")))
+"""Which link a link-down is of: its HCA port, else its netdev (``ibp26s0: Link down``), else
+its PCI function; null for other events."""
 STRAGGLER_REPORT = "gpu.straggler_report"
 """Megatron-LM's straggler detector's report (``gpu_health.yaml``), printed by rank 0."""
 STRAGGLER_CAUSE = "gpu.straggler"
-CAUSES = ((STRAGGLER_CAUSE, "gpu", "root_candidate", STRAGGLER_REPORT),)
+CAUSES = ((STRAGGLER_CAUSE, "gpu", "root_candidate", STRAGGLER_REPORT),
+          (NARROW_CAUSE, "host", "root_candidate", NARROW_EVENT))
 MIN_SPREAD = 1.1
 """How much longer than the fastest rank's the slowest rank's round trip must be for a
 straggler report to count: ranks a few percent apart are noise."""
@@ -101,26 +131,62 @@ def _stragglers(events: pl.DataFrame, context) -> pl.DataFrame:
                       action="check_host")
 
 
+def _narrow_since_boot(events: pl.DataFrame, context) -> pl.DataFrame:
+    """A copy, in each timed-out attempt without a root, of the last narrow-link report
+    (:data:`NARROW_LINK`) of each of its nodes' devices before it started, where the node did
+    not boot again in between and the attempt does not hold that report already (see the
+    module docstring); ``context`` events, which :func:`_promoted` then makes its roots."""
+    timed_out = events.filter(pl.col("state") == "timeout").select("attempt_id").unique()
+    rootless = timed_out.join(rooted_attempts(events.filter(pl.col("cause") != TIME_LIMIT_CAUSE)), on="attempt_id",
+                              how="anti")
+    reports = known_events(events, context, [NARROW_EVENT], NARROW_COLUMNS).filter(NARROW_LINK)
+    if rootless.is_empty() or reports.is_empty():
+        return events.clear()
+    carried = [c for c in context.attempts.columns if c in events.columns and c not in NARROW_COLUMNS]
+    pairs = (
+        context.attempts.join(rootless, on="attempt_id").select(*carried, "cluster", pl.col("nodes").alias("node"))
+        .explode("node")
+        .join(reports, on=["cluster", "node"])
+        .filter(pl.col("ts") < pl.col("start_ts"))
+        .join(events.select("attempt_id", "origin"), on=["attempt_id", "origin"], how="anti")
+        .with_row_index("_pair")
+    )
+    since_boot = pairs.join(
+        rebooted(pairs, events, context, since=pl.col("ts"), until=pl.col("start_ts"), key="_pair").select("_pair"),
+        on="_pair", how="anti",
+    )
+    last = (
+        since_boot.sort("attempt_id", "node", "gpu", "ts", "origin")
+        .unique(["attempt_id", "node", "gpu"], keep="last", maintain_order=True)
+        .with_columns((pl.col("message") + pl.lit(" (reported at boot; no boot since)")).alias("message"))
+    )
+    return new_events(last.drop("_pair"), events, rule_id=RULE_ID, event=NARROW_EVENT, domain="host",
+                      cause=NARROW_CAUSE, role="context", action=pl.col("action"))
+
+
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Promote the slowdown reports of each timed-out attempt without a root whose one GPU
     was slowed over most of the run to root candidates (see the module docstring). Placed
     straggler reports that are not promoted are dropped: rank 0's own report line stays."""
-    promoted = _promoted(pl.concat([events, _stragglers(events, context)]))
+    promoted = _promoted(pl.concat([events, _stragglers(events, context), _narrow_since_boot(events, context)]))
     return promoted.filter(~(PLACED_STRAGGLER & (pl.col("role") == "context")))
 
 
 def _promoted(events: pl.DataFrame) -> pl.DataFrame:
     """``events`` with the sustained slowdown reports made root candidates."""
-    slow = (pl.col("cause").is_in(SLOWDOWN_CAUSES) | NARROW_LINK | PLACED_STRAGGLER) & (pl.col("role") == "context") \
-        & (pl.col("state") == "timeout")
+    slow = (pl.col("cause").is_in(SLOWDOWN_CAUSES) | NARROW_LINK | PLACED_STRAGGLER | BOUNCING_PORT) \
+        & (pl.col("role") == "context") & (pl.col("state") == "timeout")
     if events.is_empty() or not events.select(slow.any()).item():
         return events
-    events = events.with_columns(pl.coalesce(pl.col("gpu"), param("dcgm_gpu")).alias("_gpu"))
+    # An adapter's narrow link names its PCI function where a GPU's would be: it is no GPU.
+    adapter = NARROW_LINK & (param("driver") == "mlx5_core")
+    events = events.with_columns(
+        pl.when(~adapter).then(pl.coalesce(pl.col("gpu"), param("dcgm_gpu"))).alias("_gpu"), LINK.alias("_link"))
     rivals = rooted_attempts(events.filter(pl.col("cause") != TIME_LIMIT_CAUSE))
     reports = events.filter(slow).join(rivals, on="attempt_id", how="anti")
     runtime = pl.col("end_ts").first() - pl.col("start_ts").first()
     sustained = (
-        reports.group_by("attempt_id", "node", "_gpu")
+        reports.group_by("attempt_id", "node", "_gpu", "_link")
         .agg(
             NARROW_LINK.any().alias("_narrow"),
             pl.col("count").sum().alias("_reports"),
@@ -132,12 +198,14 @@ def _promoted(events: pl.DataFrame) -> pl.DataFrame:
             | ((pl.col("_reports") >= MIN_REPORTS)
                & (pl.col("_span").dt.total_microseconds() >= MIN_SHARE * pl.col("_runtime").dt.total_microseconds()))
         )
-        .select("attempt_id", "node", "_gpu", pl.lit(True).alias("_sustained"))
+        .select("attempt_id", "node", "_gpu", "_link", pl.lit(True).alias("_sustained"))
     )
     if sustained.is_empty():
-        return events.drop("_gpu")
-    marked = events.join(sustained, on=["attempt_id", "node", "_gpu"], how="left", nulls_equal=True, maintain_order="left")
+        return events.drop("_gpu", "_link")
+    marked = events.join(sustained, on=["attempt_id", "node", "_gpu", "_link"], how="left", nulls_equal=True,
+                         maintain_order="left")
     promote = slow & pl.col("_sustained").fill_null(False)
+    marked = with_param(marked, promote & BOUNCING_PORT, SUSTAINED_PARAM, "the port went down again and again through the run")
     # The GPU first: once promoted, the rows no longer read as ``context``.
     marked = marked.with_columns(pl.when(promote).then(pl.col("_gpu")).otherwise(pl.col("gpu")).alias("gpu"))
-    return with_role(marked, promote, "root_candidate").drop("_gpu", "_sustained")
+    return with_role(marked, promote, "root_candidate").drop("_gpu", "_link", "_sustained")

@@ -1,9 +1,11 @@
 """A time-limited job whose one GPU DCGM reported slowed by heat over most of its run is a
 fail-slow GPU (``rules/fail_slow.py``), named as ``probable``, and so is a node whose CPUs
-the kernel reported throttled by heat over most of it, and a GPU whose link trained
-narrower than it can run, and the rank Megatron-LM's straggler detector names slowest all
-run; a throttle in passing, a NIC's narrow link, a slowest rank that changes, or
-a slowdown beside another root, leaves the verdict alone. Real lines, landed through the
+the kernel reported throttled by heat over most of it, a GPU or an adapter whose link
+trained narrower than it can run (reported at a boot long before the job too), a port that
+went down and came back up all run, and the rank Megatron-LM's straggler detector names
+slowest all run; a throttle in passing, a narrow link the node booted away from or only
+the PCI core reported, bounces early in the run, a slowest rank that changes, or a
+slowdown beside another root, leaves the verdict alone. Real lines, landed through the
 Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from engine.run import landing_lake, run_attribution
 from ingest.connectors import run_connector
 from ingest.connectors.slurm import SlurmConnector, SlurmOptions
 from ingest.files import land_log_files
-from tests.end_to_end import ALIVE, ITERATION, progress, syslog, verdicts_by_job
+from tests.end_to_end import ALIVE, BOOT, ITERATION, progress, syslog, verdicts_by_job
 
 # https://github.com/NVIDIA/DCGM/issues/270 (nv-hostengine's health watch, GPU by index)
 THERMAL = ("nv-hostengine[33903]: ERROR [1514002:1514004] [[Health]] Detected a WARNING in health system Thermal: "
@@ -39,6 +41,9 @@ STRAGGLER = ("0: INFO:megatron.core.utils:[2026-11-20 {hour}:30:05] | MnRtt/Rnk:
              "MnEtpt/Rnk: 298.85TF/{rank} | MxEtpt/Rnk: 414.52TF/10")
 # https://github.com/NVIDIA/open-gpu-kernel-modules/issues/1151
 XID_79 = "kernel: NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."
+# An HCA port's state changes as mlx5_core prints them (https://github.com/leptonai/gpud/pull/1209).
+PORT_DOWN = "kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link DOWN"
+PORT_UP = "kernel: mlx5_core 0000:ab:00.0 mlx5_5: Port: 1 Link ACTIVE"
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 {job}|{job}|train|alice|TIMEOUT|0:0|2026-11-20T10:00:00|2026-11-20T14:00:30|f[1-2]|gres/gpu=16,node=2
@@ -132,8 +137,36 @@ def test_a_gpu_whose_link_trained_narrow_at_boot_is_a_timed_out_runs_probable_ro
     assert v["culprit_nodes"] == ["f2"]
 
 
-def test_a_nics_narrow_link_leaves_the_time_limit(tmp_path):
-    v = _verdict(tmp_path, "706", (("09:58:00", NARROW.format(driver="mlx5_core")),))
+def test_an_adapters_link_trained_narrow_at_a_boot_long_before_the_run_is_its_probable_root(tmp_path):
+    """Reported at boot 70 minutes before the job started, outside its window: the link
+    stays narrow until the next boot. The adapter's PCI function is no GPU."""
+    v = _verdict(tmp_path, "706", (("08:50:00", NARROW.format(driver="mlx5_core")),))
+    assert (v["domain"], v["cause"], v["quality"]) == ("host", "host.pcie_link_degraded", "probable")
+    assert (v["culprit_nodes"], v["culprit_gpus"]) == (["f2"], [])
+
+
+def test_a_narrow_link_the_node_booted_away_from_leaves_the_time_limit(tmp_path):
+    v = _verdict(tmp_path, "707", (("08:20:00", NARROW.format(driver="nvidia")), ("09:30:00", f"kernel: {BOOT}")))
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
+
+
+def test_the_pci_cores_own_narrow_link_notice_leaves_the_time_limit(tmp_path):
+    v = _verdict(tmp_path, "708", (("09:58:00", NARROW.format(driver="pci")),))
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
+
+
+def test_a_port_that_bounced_all_run_is_a_timed_out_runs_probable_root(tmp_path):
+    """Each bounce was outlived (the job reported steps after it), but together they
+    slowed it past its limit."""
+    bounces = tuple(line for h in range(10, 14) for line in ((f"{h}:30:00", PORT_DOWN), (f"{h}:30:09", PORT_UP)))
+    v = _verdict(tmp_path, "710", bounces, reports=progress("13:55", every_minutes=5, since="10:05"))
+    assert (v["domain"], v["cause"], v["quality"]) == ("network", "network.link_down", "probable")
+    assert (v["culprit_nodes"], v["culprit_ports"]) == (["f2"], ["mlx5_5:1"])
+
+
+def test_bounces_early_in_the_run_leave_the_time_limit(tmp_path):
+    bounces = tuple(line for m in (20, 35, 50) for line in ((f"10:{m}:00", PORT_DOWN), (f"10:{m}:09", PORT_UP)))
+    v = _verdict(tmp_path, "711", bounces, reports=progress("13:55", every_minutes=5, since="10:05"))
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.time_limit", [])
 
 

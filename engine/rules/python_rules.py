@@ -107,6 +107,17 @@ SLOW_FAULT_CAUSES = (*SLOWDOWN_CAUSES, "gpu.straggler", "host.pcie_link_degraded
 """The causes of the faults that only slow a job down (``fail_slow.py``'s roots: a GPU or
 CPU held back by heat, the rank Megatron-LM names slowest, a GPU's link trained narrow): the
 job goes on reporting progress through them, so going on is no sign it outlived them."""
+SUSTAINED_PARAM = "sustained"
+"""The param ``fail_slow.py`` sets (to why) on the link-downs of a port that went down again
+and again through a run that then hit its time limit: each bounce was outlived, but together
+they slowed the job, as any of :data:`SLOW_FAULT_CAUSES` does."""
+
+
+def slows_the_job() -> pl.Expr:
+    """Whether a root candidate is a fault that only slows a job down: one of
+    :data:`SLOW_FAULT_CAUSES`, or a port's repeated bounces (:data:`SUSTAINED_PARAM`). The job
+    goes on reporting progress through it, so going on is no sign it outlived it."""
+    return pl.col("cause").is_in(SLOW_FAULT_CAUSES) | param(SUSTAINED_PARAM).is_not_null()
 
 
 @dataclass(frozen=True)
