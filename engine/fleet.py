@@ -130,7 +130,10 @@ def mark_repeat_offenders(
     attempts in it are ignored. A probable verdict with complete coverage whose culprit is a
     repeat offender becomes definitive, unless its cause was itself inferred from the fault
     repeating across jobs (:data:`REPEAT_CAUSES`): the other jobs are its evidence already,
-    and counting them again proves nothing more.
+    and counting them again proves nothing more. Only a verdict naming that one node is
+    upgraded (a fault placed between two nodes stays undecided however often one of them
+    failed before), and only by another job's verdict that was not ``ambiguous`` itself
+    (a suspect among competing explanations was never shown at fault).
     """
     window = timedelta(seconds=config.seconds("repeat_window"))
     # One fault that struck two jobs sharing the node (an XID of a GPU both used, a node
@@ -143,7 +146,8 @@ def mark_repeat_offenders(
         current.join(blames, on=["cluster", "node"], suffix="_other")
         .filter((pl.col("job_id_other") != pl.col("job_id")) & (apart <= window) & (apart > same_fault))
         .group_by("attempt_id", "node")
-        .agg(pl.col("job_id_other").n_unique().alias("others"), pl.col("first_fault_ts").first().alias("ts"))
+        .agg(pl.col("job_id_other").n_unique().alias("others"), pl.col("first_fault_ts").first().alias("ts"),
+             (pl.col("quality_other") != "ambiguous").any().alias("_firm"))
         .sort("attempt_id", "node")
     )
     if pairs.is_empty():
@@ -153,13 +157,15 @@ def mark_repeat_offenders(
         pl.col("others").cast(pl.String), pl.lit(f" other job(s) within {config.repeat_window}"),
     ])
     notes = pairs.group_by("attempt_id", maintain_order=True).agg(
-        _fleet_evidence(pl.col("ts"), pl.col("node"), "fleet.repeat_offender", "repeat_offender", message).alias("_notes")
+        _fleet_evidence(pl.col("ts"), pl.col("node"), "fleet.repeat_offender", "repeat_offender", message).alias("_notes"),
+        pl.col("_firm").any(),
     )
     complete = pl.col("coverage").list.eval(pl.element().struct.field("error").is_null()).list.all()
+    upgraded = (pl.col("quality") == "probable") & complete & ~pl.col("cause").is_in(REPEAT_CAUSES) \
+        & (pl.col("culprit_nodes").list.len() == 1) & pl.col("_firm")
     return _update_noted(verdicts, notes, [
         pl.concat_list("evidence", "_notes").alias("evidence"),
-        pl.when((pl.col("quality") == "probable") & complete & ~pl.col("cause").is_in(REPEAT_CAUSES))
-        .then(pl.lit("definitive")).otherwise(pl.col("quality")).alias("quality"),
+        pl.when(upgraded).then(pl.lit("definitive")).otherwise(pl.col("quality")).alias("quality"),
     ])
 
 
@@ -167,7 +173,8 @@ def _blames(verdicts: pl.DataFrame, history: pl.DataFrame) -> pl.DataFrame:
     """One row per culprit node of every infrastructure verdict, this run's and ``history``'s
     (rows of this run's attempts in it ignored): ``attempt_id``, ``job_id`` (a heterogeneous
     job's components are one job), ``cluster``, ``node``, ``cause``, ``first_fault_ts``."""
-    columns = ["attempt_id", het_leader(pl.col("job_id")), "cluster", "cause", "culprit_nodes", "first_fault_ts"]
+    columns = ["attempt_id", het_leader(pl.col("job_id")), "cluster", "cause", "quality", "culprit_nodes",
+               "first_fault_ts"]
     current = verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE)).select(columns)
     past = history.filter(
         pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("attempt_id").is_in(verdicts["attempt_id"].implode())
@@ -398,7 +405,7 @@ FLEET_COLUMNS = [
 ]
 """Verdict columns the fleet views read (everything but the bulky evidence trail)."""
 
-HISTORY_COLUMNS = ["attempt_id", "job_id", "cluster", "domain", "cause", "culprit_nodes", "first_fault_ts"]
+HISTORY_COLUMNS = ["attempt_id", "job_id", "cluster", "domain", "cause", "quality", "culprit_nodes", "first_fault_ts"]
 """Columns of earlier verdicts the repeat-offender and silent-suspect views read."""
 
 

@@ -98,6 +98,31 @@ def test_a_repeated_xid_verdict_is_not_made_definitive_by_the_repeat_it_was_infe
         assert v[attempt]["quality"] == "probable"
 
 
+def test_a_repeat_offender_among_two_undecided_nodes_leaves_the_verdict_probable():
+    """Two nodes whose failing connections name only each other: n1 failing another job
+    before does not show the fault was n1's and not n2's."""
+    att = attempts({"attempt_id": "a", "job_id": "1", "nodes": ["n1"]},
+                   {"attempt_id": "b", "job_id": "2", "nodes": ["n1", "n2"], "start_ts": at(100), "end_ts": at(160)})
+    undecided = {"event": "ib_error", "domain": "network", "cause": "network.transport_retry_exceeded",
+                 "ts": at(110), "params": '{"undecided": "the two ends name only each other"}'}
+    v = run_fleet(att, events({"node": "n1", "event": "xid", "ts": at(10)}, {**undecided, "node": "n1"},
+                              {**undecided, "node": "n2"}))
+    assert v["b"]["culprit_nodes"] == ["n1", "n2"]
+    assert any(e["rule_id"] == "fleet.repeat_offender" for e in v["b"]["evidence"])
+    assert v["b"]["quality"] == "probable" and v["a"]["quality"] == "definitive"
+
+
+def test_a_suspect_of_another_jobs_ambiguous_verdict_corroborates_nothing():
+    att = attempts({"attempt_id": "a", "job_id": "1", "nodes": ["n1", "n2"]},
+                   {"attempt_id": "b", "job_id": "2", "nodes": ["n1"], "start_ts": at(100), "end_ts": at(160)})
+    v = run_fleet(att, events({"node": "n1", "event": "xid", "ts": at(10)},
+                              {"node": "n2", "event": "link_down", "domain": "network", "cause": "network.link_down",
+                               "ts": at(10)},
+                              {"node": "n1", "event": "xid", "ts": at(110)}))
+    assert v["a"]["quality"] == "ambiguous"
+    assert v["b"]["quality"] == "probable"
+
+
 def test_one_cause_on_many_nodes_at_once_is_systemic():
     att = attempts(*({"attempt_id": f"a{i}", "job_id": str(i), "nodes": [f"n{i}"]} for i in range(4)))
     ev = events(*({"node": f"n{i}", "event": "nfs", "domain": "storage", "cause": "storage.filesystem_unavailable",
