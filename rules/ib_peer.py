@@ -53,7 +53,9 @@ Connections that share no end at all (at least :data:`SCATTERED_NODES` reporting
 each peer named by one of them only: pairs of nodes across the job that have nothing in
 common but the fabric between them, a switch dropping traffic) name no node: their reports
 become ``context`` and one root of the attempt's stands for them, at the first of them,
-on no node. Nothing corroborates such an inference, so it is never ``definitive``.
+on no node. So do two reporting nodes that each name one peer, both known to be other
+nodes of the attempt: four nodes, two connections, no end in common. Nothing corroborates
+such an inference, so it is never ``definitive``.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -208,7 +210,13 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         UNDECIDED_PARAM, "two nodes report failing connections and nothing tells which end broke",
     )
     ordered = reports.sort("attempt_id", "ts", "event_id")
-    events = _scattered(events, ordered, pairs, named)
+    # The node each named peer is, where the attempt tells (its address banner, or its name).
+    peer_nodes = pl.concat([
+        pairs.join(addresses.rename({"_shared": "_peer", "node": "_peer_node"}), on=["attempt_id", "_peer"]),
+        pairs.with_columns(pl.col("_peer").str.to_lowercase().alias("_peer_node"))
+        .join(names.rename({"node": "_peer_node"}), on=["attempt_id", "_peer_node"]),
+    ]).select("attempt_id", "node", "_peer", "_peer_node").unique(["attempt_id", "node", "_peer"], keep="first")
+    events = _scattered(events, ordered, pairs, named, peer_nodes)
     # Every reporting node names the shared peer, nothing says which node it is, and several
     # nodes reported nothing: it is one of those, not a reporter.
     unplaced = (
@@ -284,15 +292,29 @@ def _unplaced(events: pl.DataFrame, ordered: pl.DataFrame, unplaced: pl.DataFram
     return _root_on_no_node(events, ordered, unplaced, SILENT_END_EVENT, message, params)
 
 
-def _scattered(events: pl.DataFrame, ordered: pl.DataFrame, pairs: pl.DataFrame, named: pl.DataFrame) -> pl.DataFrame:
+def _scattered(
+    events: pl.DataFrame, ordered: pl.DataFrame, pairs: pl.DataFrame, named: pl.DataFrame, peer_nodes: pl.DataFrame,
+) -> pl.DataFrame:
     """``events`` with the reports of attempts whose failing connections share no end
     standing for one root of the fabric's (:func:`_root_on_no_node`; see the module
     docstring). ``ordered``: the reports by time; ``pairs``: each reporting node and peer it
-    names; ``named``: how many nodes name each peer."""
+    names; ``named``: how many nodes name each peer; ``peer_nodes``: the pairs whose peer
+    is a known node of the attempt, with that node (``_peer_node``)."""
+    # Two reporting nodes, one peer each, and four distinct nodes at the ends.
+    disjoint = (
+        pairs.join(peer_nodes, on=["attempt_id", "node", "_peer"], how="left")
+        .group_by("attempt_id")
+        .agg(pl.len().alias("_pairs"), pl.col("_peer_node").null_count().alias("_unknown"),
+             pl.col("node").append(pl.col("_peer_node")).n_unique().alias("_ends"))
+        .filter((pl.col("_pairs") == 2) & (pl.col("_unknown") == 0) & (pl.col("_ends") == 4))
+        .select("attempt_id", pl.lit(True).alias("_disjoint"))
+    )
     scattered = (
         named.group_by("attempt_id").agg(pl.col("_by").max().alias("_most"))
         .join(pairs.group_by("attempt_id").agg(pl.col("node").n_unique().alias("_nodes")), on="attempt_id")
-        .filter((pl.col("_most") == 1) & (pl.col("_nodes") >= SCATTERED_NODES))
+        .join(disjoint, on="attempt_id", how="left")
+        .filter((pl.col("_most") == 1)
+                & ((pl.col("_nodes") >= SCATTERED_NODES) | ((pl.col("_nodes") == 2) & pl.col("_disjoint").fill_null(False))))
         .select("attempt_id", "_nodes")
     )
     message = pl.concat_str([

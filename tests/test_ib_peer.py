@@ -42,6 +42,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 813|813|md|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[43-46]|gres/gpu=32,node=4
 814|814|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[47-49]|gres/gpu=24,node=3
 815|815|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[50-51]|gres/gpu=16,node=2
+816|816|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[52-55]|gres/gpu=32,node=4
+817|817|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:00:00|n[56-59]|gres/gpu=32,node=4
 """
 
 
@@ -197,6 +199,12 @@ def verdicts(tmp_path_factory):
         + retry_exceeded(9, "n51", "10.22.0.50") + "\n" + watchdog.format(r=9, clock="08:40:37"))
     for node in ("n50", "n51"):
         (logs / f"{node}.log").write_text(syslog(node, ("08:30:00", "kernel: ok"), ("08:55:00", "kernel: ok")))
+    # Two nodes each lose one connection, to two other nodes (their banners' addresses):
+    # four ends, none in common. Then two whose connections share n56.
+    four = tuple(bootstrap(8 * i, f"n{52 + i}", f"10.22.0.{52 + i}") for i in range(4))
+    (logs / "slurm-816.out").write_text(output((4, "n52", "10.22.0.54"), (12, "n53", "10.22.0.55"), banners=four))
+    four = tuple(bootstrap(8 * i, f"n{56 + i}", f"10.22.0.{56 + i}") for i in range(4))
+    (logs / "slurm-817.out").write_text(output((4, "n56", "10.22.0.58"), (12, "n57", "10.22.0.56"), banners=four))
     ctld = root / "slurmctld.log"
     ctld.write_text("[2026-11-20T09:03:20.846] error: Nodes n49 not responding, setting DOWN\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), more=((ctld, {"node": "ctl1"}),))
@@ -300,6 +308,19 @@ def test_failing_connections_that_share_no_end_name_no_node(verdicts):
     assert v["quality"] != "definitive"
     assert {e["role"] for e in v["evidence"] if e["rule_id"] == "fabric.nccl_ib_completion_error"} == {"context"}
     assert next(e["event"] for e in v["evidence"] if e["rule_id"] == "ib_common_peer") == "network.ib_errors_scattered"
+
+
+def test_two_failing_connections_with_four_different_ends_name_no_node(verdicts):
+    v = verdicts["816"]
+    assert (v["cause"], v["culprit_nodes"]) == ("network.transport_retry_exceeded", [])
+    assert v["quality"] != "definitive"
+    assert next(e["event"] for e in v["evidence"] if e["rule_id"] == "ib_common_peer") == "network.ib_errors_scattered"
+
+
+def test_two_failing_connections_sharing_an_end_are_not_the_fabrics(verdicts):
+    v = verdicts["817"]
+    assert "n56" in v["culprit_nodes"]
+    assert not any(e["event"] == "network.ib_errors_scattered" for e in v["evidence"])
 
 
 def test_runs_keep_one_address_banner_per_node_and_attempt():
