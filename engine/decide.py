@@ -269,6 +269,38 @@ def demote_survived_outages(events: pl.DataFrame, coverage: pl.DataFrame, skew: 
     return with_role(events, pl.col("_row").is_in(survived.implode()), "context")
 
 
+def demote_unfelt_flaps(events: pl.DataFrame) -> pl.DataFrame:
+    """A port that went down and came back up within the attempt, which no network symptom
+    the job printed was tied to (no ``NET/IB`` error named it, no collective hung on it),
+    becomes ``context`` beside the job's own error on another node
+    (a loss gone NaN, an out-of-memory error, an exception). A flap that broke the job's
+    traffic leaves NCCL's errors or the watchdogs' timeouts behind; one that left none did
+    not end the job, and the error, which a link elsewhere cannot cause, did (a management
+    port bouncing while rank 0 found a NaN in its gradients). Beside a hardware fault
+    elsewhere the flap stays a rival: a collective already hung on a dead GPU carries no
+    traffic whose errors would show the flap broke it. ``events`` with ``_row``."""
+    root = pl.col("role") == "root_candidate"
+    is_link = (outage(down=True) == "link") & root
+    if not events.select(is_link.any()).item():
+        return events
+    downs = events.filter(is_link).with_columns(outage(down=True))
+    # Only the network's own symptoms say the job felt it: a teardown (torchrun's SIGTERM
+    # fan-out, srun's task exit) is linked to the earliest root whatever ended the job.
+    felt = events.filter(pl.col("caused_by").is_not_null() & (pl.col("domain") == "network")).select(
+        "attempt_id", pl.col("caused_by").alias("event_id"))
+    rivals = events.filter(root & (pl.col("domain") == "workload") & pl.col("node").is_not_null()).select(
+        "attempt_id", pl.col("node").alias("_rival_node"))
+    unfelt = (
+        closed(downs, recoveries(events))
+        .join(felt, on=["attempt_id", "event_id"], how="anti")
+        .join(confirmed(events, downs), on=["attempt_id", "node"], how="anti", nulls_equal=True)
+        .join(rivals, on="attempt_id")
+        .filter(pl.col("_rival_node") != pl.col("node"))
+        ["_row"]
+    )
+    return with_role(events, pl.col("_row").is_in(unfelt.implode()), "context")
+
+
 CLOCK_OFFSET_RULE = "clock_offset"
 """The rule id of the engine's notes that a node's lines were moved by its clock's offset
 (:func:`engine.correlate.clock_offsets`): kept with the roots, whose times they explain."""
@@ -658,6 +690,7 @@ def decide(
     coverage = with_progress(coverage)
     events = demote_outworked_roots(events, coverage, timedelta(seconds=config.seconds("fail_at_once")))
     events = demote_survived_outages(events, coverage, timedelta(seconds=config.seconds("clock_skew")))
+    events = demote_unfelt_flaps(events)
     roots = select_root_cause(events, config, pack.node_naming(), idle)
     fallback = state_fallback(attempts, pack.state).join(
         hung_before_the_end(events, attempts, coverage), on="attempt_id", how="anti")

@@ -4,8 +4,9 @@ processes torn down with XID 45 on another node, in this attempt's ``lookback``)
 make the attempt start failing before it started, NCCL errors printed long after the link
 came back are another fault's, not the flap's, the watchdog timeouts first linked to the
 flap corroborate the root that stands instead, and a transceiver's error its port recovered
-from (reseated) is no root of an error the job printed forty minutes later. Real lines, landed through the Slurm
-connector and the files landing, attributed by a run."""
+from (reseated) is no root of an error the job printed forty minutes later; nor is a bounce
+no network error was tied to beside the job's own error on another node. Real lines,
+landed through the Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
 
@@ -43,7 +44,17 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 845|845|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:52|k[31-32]|gres/gpu=16,node=2
 846|846|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:52|k[33-34]|gres/gpu=16,node=2
 847|847|sft|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:51:00|k35|gres/gpu=8,node=1
+848|848|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:52|k[36-37]|gres/gpu=16,node=2
+849|849|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:52|k[38-39]|gres/gpu=16,node=2
 """
+# The ice driver's port going down and back up (ice_print_link_msg() in
+# drivers/net/ethernet/intel/ice/ice_main.c; the up line as rules/fabric.yaml tests it).
+ICE_DOWN = "kernel: ice 0000:31:00.1 eno2: NIC Link is Down"
+ICE_UP = ("kernel: ice 0000:31:00.1 eno2: NIC Link is up 25 Gbps Full Duplex, Requested FEC: RS-FEC, Negotiated FEC: "
+          "RS-FEC, Autoneg Advertised: On, Autoneg Negotiated: False, Flow Control: None")
+# Megatron-LM's check before the gradients' all-reduce, as rules/cuda_framework.yaml tests it.
+NAN_GRAD = ("AssertionError: Rank 0: found NaN in local grad norm in backward pass before data-parallel "
+            "communication collective. Device: 0")
 # Horovod's word on the other ranks once one failed, behind Open MPI's --tag-output prefix
 # (horovod/horovod#3412).
 HOROVOD_SHUT_DOWN = ("[1,{r}]<stderr>:Horovod has been shut down. This was caused by an exception on one of the ranks "
@@ -194,7 +205,34 @@ def verdicts(tmp_path_factory):
         + f"{CUDA_OOM}\n"
         "E1120 10:50:16.000000 140213371852608 torch/distributed/elastic/multiprocessing/api.py:869] failed "
         "(exitcode: 1) local_rank: 0 (pid: 561513) of binary: /usr/bin/python3\n")
+    # 848: rank 0 on k36 found a NaN in its gradients, its traceback unstamped between the
+    # step at 10:19:51 and torchrun's SIGTERM fan-out at 10:21:04; meanwhile k37's port
+    # eno2 bounced for 19 s, and no rank printed a network error. 849: the same, but the
+    # port never came back.
+    for job, first, second, flap in (("848", "k36", "k37", (("10:20:11", ICE_DOWN), ("10:20:30", ICE_UP))),
+                                     ("849", "k38", "k39", (("10:20:11", ICE_DOWN),))):
+        (logs / f"{first}.log").write_text(syslog(first, ("10:10:00", "kernel: ok")))
+        (logs / f"{second}.log").write_text(syslog(second, ("10:10:00", "kernel: ok"), *flap))
+        (logs / f"slurm-{job}.out").write_text(
+            LOSS_ITERATION.format(task=0, clock="10:19:51", n=7800, samples=7800 * 1024) + "\n"
+            + f"0: [rank0]: {NAN_GRAD}\n"
+            + "0: W1120 10:21:04.938633 63204 torch/distributed/elastic/multiprocessing/api.py:897] Sending process "
+            "63205 closing signal SIGTERM\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+
+
+def test_a_bounce_no_network_error_was_tied_to_is_no_rival_of_the_jobs_error_elsewhere(verdicts):
+    """A flap that broke the job's traffic leaves NCCL's errors behind; a NaN found before
+    the gradients' all-reduce is the job's own, whatever a port elsewhere did meanwhile."""
+    v = verdicts["848"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.non_finite_loss", [])
+    assert v["quality"] != "ambiguous" and v["alternatives"] == []
+    assert role_of(v, "fabric.ethernet_nic_link_state") == "context"
+
+
+def test_a_port_that_stayed_down_stays_a_rival_of_the_jobs_error_elsewhere(verdicts):
+    v = verdicts["849"]
+    assert "k39" in v["culprit_nodes"] or any(a["domain"] == "network" for a in v["alternatives"])
 
 
 def test_the_previous_jobs_teardown_does_not_make_an_attempt_fail_before_it_started(verdicts):
