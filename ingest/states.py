@@ -78,9 +78,11 @@ def merge_attempts(new: pl.DataFrame, stored: pl.DataFrame) -> pl.DataFrame:
     A later report of an attempt updates it but never erases what an earlier report knew and
     it no longer sees (a Kueue snapshot taken after the pods were deleted has no nodes, end or
     exit code): a null value keeps the stored one, the node list is the union of both (a
-    snapshot after a lost node's pod was deleted lists only the survivors'), and the state
-    with more detail (:data:`STATE_DETAIL`) wins, with its ``raw_state``; at equal detail the
-    new report wins. Merging a row with itself changes nothing, so landing stays idempotent.
+    snapshot after a lost node's pod was deleted lists only the survivors'), the earlier of
+    two ends stands (a Kueue snapshot taken after a re-admission only bounds the eviction
+    before it, which an earlier snapshot may have seen), and the state with more detail
+    (:data:`STATE_DETAIL`) wins, with its ``raw_state``; at equal detail the new report wins.
+    Merging a row with itself changes nothing, so landing stays idempotent.
     """
     if stored.is_empty():
         return new
@@ -90,7 +92,7 @@ def merge_attempts(new: pl.DataFrame, stored: pl.DataFrame) -> pl.DataFrame:
     old_detail = pl.col("state__old").replace_strict(STATE_DETAIL, default=1, return_dtype=pl.Int8)
     keep_old_state = pl.col("state__old").is_not_null() & (old_detail > detail)
     empty = pl.lit([], dtype=pl.List(pl.String))
-    paired = {"state", "raw_state", "nodes", "n_nodes"}
+    paired = {"state", "raw_state", "nodes", "n_nodes", "end_ts"}
     return both.select(
         "attempt_id",
         *(pl.coalesce(c, f"{c}__old") for c in new.columns if c not in paired | {"attempt_id"}),
@@ -100,4 +102,5 @@ def merge_attempts(new: pl.DataFrame, stored: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.concat_list(pl.col("nodes__old").fill_null(empty), pl.col("nodes").fill_null(empty))
                    .list.unique(maintain_order=True)),
         n_nodes=pl.max_horizontal("n_nodes", "n_nodes__old"),
+        end_ts=pl.min_horizontal("end_ts", "end_ts__old"),
     ).select(new.columns)

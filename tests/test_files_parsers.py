@@ -456,6 +456,21 @@ def test_the_pod_hostname_in_a_kubectl_nccl_line_is_no_node(tmp_path, node):
     assert obs["message"][0].startswith("ib_plugin.c:1615 NCCL WARN")
 
 
+def test_a_ray_workers_line_a_heads_pod_log_forwards_is_on_no_node(tmp_path):
+    """The head pod's log holds what its workers on other nodes printed, behind Ray's tag
+    with the worker's address (verl's WorkerDict, as in the test above), and Ray's word that
+    another node died: neither is the head's node; its own lines are."""
+    worker = ("(WorkerDict pid=78830, ip=10.20.0.33) [rank14]:[E909 09:55:29.307629539 ProcessGroupNCCL.cpp:607] "
+              "[Rank 14] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2070, OpType=REDUCE, "
+              "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600034 milliseconds before timing out.")
+    # Ray's GCS warning (python/ray/_private/worker.py), forwarded under the raylet's tag
+    dead = ("(raylet) The node with node id: 9426f4c1 and address: 10.20.0.33 and node name: 10.20.0.33 has been "
+            "marked dead because the detector has missed too many heartbeats from it.")
+    lines = [f"2026-11-30T15:32:39.000000001Z {line}" for line in (worker, dead, ECC[0])]
+    obs = read_log_file(write(tmp_path / "head.log", lines), default_node="cpu-node-004").observations
+    assert obs["node"].to_list() == [None, None, "cpu-node-004"]
+
+
 def test_gzip_is_read_by_magic_and_bad_utf8_is_replaced(tmp_path):
     body = (SYSLOG_3164[2][0] + "\n").encode() + b"Feb 14 05:03:42 gpu-1 kernel: bad \xff\xfe bytes\n"
     (tmp_path / "kern.log.gz").write_bytes(gzip.compress(body))

@@ -59,8 +59,9 @@ def test_eviction_then_oom_gives_two_attempts(attempts):
     first = rows["kueue/k1/ml/job-train-llama-5d8f2/0"]
     second = rows["kueue/k1/ml/job-train-llama-5d8f2/1"]
     assert first["state"] == "preempted" and first["raw_state"] == "Evicted:Preempted"
-    # Readmitted: the Evicted condition is False again and no longer dates the eviction.
-    assert first["end_ts"] is None and first["nodes"] == []
+    # Readmitted: the Evicted condition is False again and no longer dates the eviction,
+    # which came before the readmission (Kueue sets it "Previously: …" then).
+    assert first["end_ts"] == second["start_ts"] and first["nodes"] == []
     assert second["attempt_index"] == 1
     assert second["state"] == "out_of_memory" and second["raw_state"] == "Finished:Failed"
     assert second["start_ts"] == _utc(2026, 11, 30, 14, 20)
@@ -154,16 +155,37 @@ def test_a_later_report_updates_a_running_attempt(tmp_path):
     assert lake.scan("attempts").collect().height == 1
 
 
+def test_an_eviction_an_earlier_snapshot_dated_keeps_its_time_over_the_readmission(tmp_path):
+    """The snapshot taken while the workload stood evicted dates the eviction; one taken
+    after its readmission only bounds it. Landed in either order, the earlier end stands."""
+    values = {
+        "attempt_id": "a", "scheduler": "kueue", "job_id": "ml/j", "job_name": None, "user": None,
+        "partition": None, "attempt_index": 0, "submit_ts": None, "start_ts": _utc(2026, 11, 30, 10),
+        "end_ts": _utc(2026, 11, 30, 14, 5), "raw_state": "Evicted:Preempted", "state": "preempted", "exit_code": None,
+        "signal": None, "nodes": ["n1"], "n_nodes": 1, "ranks_per_node": None, "gpus_per_node": None,
+        "relaunch_ts": None, "origin": "o",
+    }
+    seen = pl.DataFrame({c: [v] for c, v in values.items()}, schema=pl.from_arrow(ATTEMPTS.empty_table()).schema)
+    bounded = seen.with_columns(end_ts=pl.lit(_utc(2026, 11, 30, 14, 20)), start_ts=pl.lit(None, pl.Datetime("us", "UTC")))
+    for order, name in (((seen, bounded), "lake"), ((bounded, seen), "other")):
+        lake = Lake(tmp_path / name)
+        for rows in order:
+            lake.land("attempts", rows, cluster="k1")
+        row = lake.scan("attempts").collect().row(0, named=True)
+        assert (row["start_ts"], row["end_ts"]) == (_utc(2026, 11, 30, 10), _utc(2026, 11, 30, 14, 5))
+
+
 def test_a_run_says_which_attempts_it_skipped_for_want_of_an_end(attempts, tmp_path):
     lake = Lake(tmp_path / "lake")
     lake.land("attempts", attempts, cluster="k1")
     result = CliRunner().invoke(app, ["run", "--lake", str(lake.root), "--day", "2026-11-30"])
     assert result.exit_code == 0, result.output
-    # Two evictions Kueue no longer dates and a pod deleted by the taint manager, not ended yet.
-    assert ("skipped 3 attempts without an end time (1 failed, 1 node_fail, 1 preempted)"
+    # An eviction Kueue no longer dates (another came after it) and a pod deleted by the
+    # taint manager, not ended yet; the eviction before the readmission ended by then.
+    assert ("skipped 2 attempts without an end time (1 failed, 1 node_fail)"
             in " ".join(result.output.split()))
     manifest = json.loads(next((lake.root / "runs").glob("run-*.json")).read_text())
-    assert manifest["counts"]["skipped_without_end"] == {"failed": 1, "node_fail": 1, "preempted": 1}
+    assert manifest["counts"]["skipped_without_end"] == {"failed": 1, "node_fail": 1}
 
 
 def test_workloads_without_pods_still_give_attempts():
@@ -242,6 +264,22 @@ def test_jobset_pods_are_linked_through_their_child_jobs():
                        [_jobset_pod("nemo", 0, "gpu-node-001"), _jobset_pod("nemo", 1, "gpu-node-002")])
     row = rows["kueue/k1/ml/jobset-nemo-8tg9k/0"]
     assert row["nodes"] == ["gpu-node-001", "gpu-node-002"] and row["job_id"] == "ml/nemo"
+
+
+def test_a_rayjobs_pods_are_linked_through_the_cluster_kuberay_made_for_it():
+    """KubeRay runs a RayJob on a RayCluster it names ``<rayjob>-raycluster-<5 random>``:
+    the pods' owner is that cluster, the Workload's the RayJob. A RayCluster Kueue admitted
+    itself keeps its own pods, whatever its name."""
+    ray = {"ray.io/cluster": "rl-ppo-raycluster-wsjd2", "ray.io/is-ray-node": "yes"}
+    cluster = ("ray.io/v1", "RayCluster", "rl-ppo-raycluster-wsjd2")
+    rows = _kueue_rows([_workload("rayjob-rl-ppo-n24b6", ("ray.io/v1", "RayJob", "rl-ppo"), [])],
+                       [_pod("rl-ppo-raycluster-wsjd2-head-45vjb", "cpu-node-004", ray, cluster, gpus="0"),
+                        _pod("rl-ppo-raycluster-wsjd2-gpu-worker-8kq2d", "gpu-node-051", ray, cluster)])
+    assert rows["kueue/k1/ml/rayjob-rl-ppo-n24b6/0"]["nodes"] == ["cpu-node-004", "gpu-node-051"]
+    own = ("ray.io/v1", "RayCluster", "serve-raycluster-ab12c")
+    rows = _kueue_rows([_workload("raycluster-serve-raycluster-ab12c-x1", own, [])],
+                       [_pod("serve-raycluster-ab12c-head-1", "cpu-node-001", {}, own, gpus="0")])
+    assert rows["kueue/k1/ml/raycluster-serve-raycluster-ab12c-x1/0"]["nodes"] == ["cpu-node-001"]
 
 
 def test_gpus_per_node_come_from_the_pods_gpu_limits():

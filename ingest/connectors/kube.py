@@ -12,7 +12,8 @@ admission); only the latest eviction and the current admission carry times. A po
 the Workload of the job at the top of its owner chain: a JobSet's pods (owned by its child
 Jobs) by their ``jobset.sigs.k8s.io/jobset-name`` label, a Kubeflow job's (PyTorchJob,
 MPIJob, whose launcher is a Job of its own) by ``training.kubeflow.org/job-name``, a batch
-Job's by its ``job-name`` label, anything else by its owner reference. Pod status then
+Job's by its ``job-name`` label, a RayJob's (owned by the RayCluster KubeRay made for it,
+:data:`RAY_JOB_CLUSTER`) by that cluster's name, anything else by its owner reference. Pod status then
 refines the current attempt: a container ``OOMKilled`` → ``out_of_memory`` (of a workload
 still running, only a container whose current state is the kill: one the kubelet restarted
 ran on); a
@@ -224,7 +225,31 @@ class KueueSnapshot:
     @classmethod
     def of(cls, workloads: list[dict], pods: list[dict]) -> KueueSnapshot:
         """The frames of the objects ``kubectl get … -o json`` listed."""
-        return cls(_workload_frame(workloads), _pod_frame(pods))
+        wl = _workload_frame(workloads)
+        return cls(wl, _ray_job_pods(_pod_frame(pods), wl))
+
+
+RAY_JOB_CLUSTER = r"^(.+)-raycluster-[a-z0-9]{5}$"
+"""The RayCluster KubeRay creates for a RayJob: ``<rayjob>-raycluster-<5 random characters>``
+(its ``GenerateRayClusterName``); group 1 the RayJob."""
+
+
+def _ray_job_pods(pods: pl.DataFrame, wl: pl.DataFrame) -> pl.DataFrame:
+    """``pods`` with the pods of a RayJob's cluster given to the RayJob: their owner is the
+    RayCluster (:data:`RAY_JOB_CLUSTER`), the Workload's is the RayJob. A RayCluster Kueue
+    admitted itself keeps its pods (its Workload's owner is the cluster)."""
+    owners = wl.select("namespace", owner=pl.coalesce("owner", "name")).unique()
+    ray_job = pl.col("owner").str.extract(RAY_JOB_CLUSTER, 1)
+    known = pods.join(owners, on=["namespace", "owner"], how="semi").select("namespace", "owner").unique()
+    return (
+        pods.with_columns(ray_job.alias("_ray_job"))
+        .join(known.with_columns(_known=pl.lit(True)), on=["namespace", "owner"], how="left", maintain_order="left")
+        .join(owners.rename({"owner": "_ray_job"}).with_columns(_ray_owner=pl.lit(True)), on=["namespace", "_ray_job"],
+              how="left", maintain_order="left")
+        .with_columns(pl.when(pl.col("_known").is_null() & pl.col("_ray_owner").fill_null(False))
+                      .then(pl.col("_ray_job")).otherwise(pl.col("owner")).alias("owner"))
+        .drop("_ray_job", "_known", "_ray_owner")
+    )
 
 
 def kueue_attempts(snapshot: KueueSnapshot, cluster: str, origin: str) -> pl.DataFrame:
@@ -316,14 +341,16 @@ def _workload_frame(workloads: list[dict]) -> pl.DataFrame:
 
 
 def _evicted_attempts(wl: pl.DataFrame) -> pl.DataFrame:
-    """One row per eviction, ``attempt_index`` 0…n−1; the latest carries the Evicted time.
+    """One row per eviction, ``attempt_index`` 0…n−1; the latest carries the Evicted time,
+    or, once the workload was admitted again, that admission's time as its end (the eviction
+    came before it).
 
     Evictions are counted by reason, not ordered, so earlier ones keep only their reason; the
     Evicted condition's reason is placed last (it is the most recent eviction).
     """
     per_reason = wl.select(
         "name", "namespace", "owner", "job_id", "queue", "submit_ts", "n_evicted",
-        "evicted_reason", "evicted_ts", "evicted_now",
+        "evicted_reason", "evicted_ts", "evicted_now", "current", "admitted_ts",
         ev=pl.when(pl.col("evictions").list.len() > 0).then(pl.col("evictions")).otherwise(
             pl.concat_list(pl.struct(
                 reason=pl.col("evicted_reason"), underlyingCause=pl.lit(None, pl.String),
@@ -339,12 +366,16 @@ def _evicted_attempts(wl: pl.DataFrame) -> pl.DataFrame:
         attempt_index=pl.int_range(pl.len()).over(["namespace", "name"]).cast(pl.Int64),
     )
     # Once readmitted, the Evicted condition turns False and its time becomes the time of
-    # readmission: only a condition still True dates the latest eviction.
-    when_known = (pl.col("attempt_index") == pl.col("n_evicted") - 1) & pl.col("evicted_now")
+    # readmission ("Previously: …"): only a condition still True dates the latest eviction.
+    # Readmitted, the workload was evicted by then: the current admission bounds the latest
+    # eviction's end (an earlier snapshot that saw the eviction itself keeps its exact time,
+    # :func:`ingest.states.merge_attempts`).
+    latest = pl.col("attempt_index") == pl.col("n_evicted") - 1
     return rows.select(
         "name", "namespace", "owner", "job_id", "queue", "submit_ts", "attempt_index",
         start_ts=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
-        end_ts=pl.when(when_known).then(pl.col("evicted_ts")),
+        end_ts=pl.when(latest & pl.col("evicted_now")).then(pl.col("evicted_ts"))
+        .when(latest & pl.col("current")).then(pl.col("admitted_ts")),
         raw_state=pl.concat_str(pl.lit("Evicted:"), pl.col("reason").fill_null("")),
         state=_eviction_state(pl.col("reason"), pl.col("underlyingCause")),
     )
