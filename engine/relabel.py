@@ -320,6 +320,10 @@ was already running (a large all-reduce takes seconds) when the fault struck."""
 GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
 """The domains of a GPU's own faults (:func:`demote_roots_after_the_hang`)."""
 
+OOM_KILL_CAUSE = "host.oom_killer"
+"""The kernel's OOM kill (``host.yaml``): on the node the others waited for, late or not,
+the kill of the rank that stalled in reclaim (:func:`demote_roots_after_the_hang`)."""
+
 NOTICED_LATE = ("host.node_failure", "storage.filesystem_unavailable")
 """Causes whose reports are stamped when a timeout ran out, not when the fault began
 (:func:`demote_roots_after_the_hang`): Slurm reports a node that fell silent only after
@@ -348,7 +352,9 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     A GPU's fault on a node where a rank reported no timeout (fewer of its ranks than of
     another node's, or none) stays: that rank is the one the others waited for, and its
     GPU failing is why, whatever the node's clock says (one running minutes ahead, with no
-    launch line to place it, stamps the fault after the hang began); its verdict is never
+    launch line to place it, stamps the fault after the hang began); so does the OOM
+    killer's kill on such a node (its ranks stalled in reclaim before the kernel picked a
+    process to kill, a minute or more into the wait); its verdict is never
     ``definitive`` (:data:`~engine.rules.python_rules.UNDECIDED_PARAM`): the stamp does not
     say it came first. Nor does a report made
     when a timeout ran out (:data:`NOTICED_LATE`: a node the scheduler lost, a filesystem
@@ -374,9 +380,10 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
         (pl.col("domain").is_in(INFRASTRUCTURE) & ~pl.col("cause").is_in(NOTICED_LATE))
         | pl.col("cause").is_in(LATE_ENDS)
     )
-    waited_for = pl.col("domain").is_in(GPU_DOMAINS) & (pl.col("_reported").fill_null(0) < pl.col("_most"))
+    waited_for = (pl.col("domain").is_in(GPU_DOMAINS) | (pl.col("cause") == OOM_KILL_CAUSE)) \
+        & (pl.col("_reported").fill_null(0) < pl.col("_most"))
     marks = (
-        events.select("attempt_id", "node", "domain", onset().alias("_onset"), candidate=candidate)
+        events.select("attempt_id", "node", "domain", "cause", onset().alias("_onset"), candidate=candidate)
         .join(hung, on="attempt_id", how="left", maintain_order="left")
         .join(reporting, on=["attempt_id", "node"], how="left", maintain_order="left")
         .join(most, on="attempt_id", how="left", maintain_order="left")

@@ -13,6 +13,7 @@ from datetime import date
 import pytest
 
 from tests.end_to_end import BOOT, XID_79, role_of, syslog, verdicts_by_job, watchdog_timeout
+from tests.test_node_naming import GLOBAL_OOM
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 599|599|eval|bob|FAILED|1:0|2026-11-20T07:00:00|2026-11-20T08:00:00|n8|gres/gpu=2,node=1
@@ -54,6 +55,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 635|635|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[82-83]|gres/gpu=4,node=2
 636|636|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[84-85]|gres/gpu=4,node=2
 637|637|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[86-87]|gres/gpu=4,node=2
+638|638|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[88-89]|gres/gpu=4,node=2
+639|639|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[90-91]|gres/gpu=4,node=2
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -169,6 +172,15 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-637.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
     (logs / "n86.log").write_text(syslog("n86", ("10:29:00", "kernel: ok"), ("10:39:00", "kernel: ok")))
     (logs / "n87.log").write_text(syslog("n87", ("10:29:00", "kernel: ok"), ("10:36:00", f"kernel: {XID_79}")))
+    # 638: n89's ranks never joined; the kernel's OOM killer killed one of its processes 70 s
+    # after the collective began (the node thrashing in reclaim until then). 639: the same
+    # kill, on n90, whose ranks did time out with the others.
+    for job, (waiting, silent), oom_node in (("638", ("n88", "n89"), "n89"), ("639", ("n90", "n91"), "n90")):
+        ranks = (0, 1) if job == "638" else (0, 1, 2, 3)
+        (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in ranks))
+        for node in (waiting, silent):
+            kill = [("10:31:10", f"kernel: {line}") for line in GLOBAL_OOM] if node == oom_node else []
+            (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), *kill))
     # 629: 610's hang, ended by a preemption eighteen minutes after the watchdog fired.
     (logs / "slurm-629.out").write_text(
         "".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
@@ -381,6 +393,19 @@ def test_a_task_reported_blocked_since_another_silent_nodes_cpu_got_stuck_is_a_s
     v = verdicts["633"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.cpu_stall", ["n77", "n78"])
     assert (v["quality"], v["alternatives"]) == ("probable", [])
+
+
+def test_an_oom_kill_on_the_node_the_others_waited_for_is_the_root_however_late(verdicts):
+    """Its ranks stalled in reclaim before the kernel killed one: the kill, stamped 70 s
+    into the wait, is why they never joined; its stamp does not say it came first."""
+    v = verdicts["638"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.oom_killer", ["n89"])
+    assert v["quality"] != "definitive"
+
+
+def test_an_oom_kill_on_a_node_whose_ranks_timed_out_late_in_the_wait_is_context(verdicts):
+    v = verdicts["639"]
+    assert v["cause"] != "host.oom_killer" and role_of(v, "host.oom_killed_process") == "context"
 
 
 def test_a_task_blocked_minutes_after_another_silent_nodes_cpu_got_stuck_is_not_named(verdicts):
