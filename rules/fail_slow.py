@@ -59,7 +59,7 @@ RULE_ID = "fail_slow"
 TIME_LIMIT_CAUSE = "scheduler.time_limit"
 """The cause of slurmstepd's time-limit banner: the stop this rule explains, not a rival root."""
 MIN_REPORTS = 3
-"""Reports of one GPU's slowdown an attempt needs (a flood's repeats count)."""
+"""Reports of one GPU's slowdown (or bounces of one port) an attempt needs (a flood's repeats count)."""
 MIN_SHARE = 0.5
 """The share of the attempt's run time the reports must span, first to last; and of its
 straggler detector's reports, the share that must name one rank slowest (more than it)."""
