@@ -572,18 +572,23 @@ def select_root_cause(
     )
     competing = (
         rivals.filter((pl.col("domain") != pl.col("root_domain")) & ~after_root)
+        .join(alone.select("rule_id", "event", _alone=pl.lit(True)), on=["rule_id", "event"], how="left")
         .sort(["attempt_id", "ts", "node", "rule_id"], nulls_last=True)
     )
+    # A shared service's failure that several nodes report (a file server every client
+    # lost) is a rival on none of them: its clients are no suspects, as beside it as root.
+    shared_rival = pl.col("_alone").fill_null(False) & (pl.col("node").n_unique().over("attempt_id", "cause") > 1)
     # One fault the driver reports twice (XID 79 and NVRM's "fallen off the bus") is one
     # alternative; the GPUs and ports of every rival are suspects all the same.
     alternatives = (
         competing.unique(["attempt_id", "domain", "cause", "node"], keep="first", maintain_order=True)
         .group_by("attempt_id", maintain_order=True)
         .agg(pl.struct(_ALTERNATIVE_FIELDS).alias("alternatives"))
-        .join(competing.group_by("attempt_id").agg(_sorted_unique("node", names_suspects()).alias("alternative_nodes"),
-                                                   _sorted_unique("gpu", names_suspects()).alias("alternative_gpus"),
-                                                   _sorted_unique("port", names_suspects()).alias("alternative_ports")),
-              on="attempt_id")
+        .join(competing.with_columns(shared_rival.alias("_shared_rival")).group_by("attempt_id").agg(
+            _sorted_unique("node", names_suspects() & ~pl.col("_shared_rival")).alias("alternative_nodes"),
+            _sorted_unique("gpu", names_suspects()).alias("alternative_gpus"),
+            _sorted_unique("port", names_suspects()).alias("alternative_ports"),
+        ), on="attempt_id")
     )
     return (
         first.join(culprits, on="attempt_id", how="left")

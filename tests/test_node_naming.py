@@ -71,6 +71,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 618|618|train|ivan|OUT_OF_MEMORY|0:125|2026-11-20T10:00:00|2026-11-20T10:21:00|n[25-26]|gres/gpu=16,node=2
 619|619|train|judy|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[27-29]|gres/gpu=24,node=3
 620|620|train|karl|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[30-31]|gres/gpu=16,node=2
+621|621|train|lena|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|n[32-34]|gres/gpu=24,node=3
 """
 
 
@@ -143,6 +144,13 @@ def verdicts(tmp_path_factory):
         (logs / f"{node}.log").write_text(_kernel(node, "10:20:00", NFS_DOWN.replace("192.168.1.229", "192.168.1.233")))
     (logs / "n29.log").write_text(_kernel("n29", "10:20:02", XID_79))
     (logs / "slurm-619.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
+    # 621: the other way round: a GPU of n34 fell off the bus at 10:20:00, and a second later
+    # all three nodes' NFS server stopped answering.
+    (logs / "n34.log").write_text(_kernel("n34", "10:20:00", XID_79)
+                                  + _kernel("n34", "10:20:01", NFS_DOWN.replace("192.168.1.229", "192.168.1.234")))
+    for node in ("n32", "n33"):
+        (logs / f"{node}.log").write_text(_kernel(node, "10:20:01", NFS_DOWN.replace("192.168.1.229", "192.168.1.234")))
+    (logs / "slurm-621.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     # 620: both clients lost one target at 10:05 and got it back 40 s later; at 10:20 n31
     # alone lost another target, and the job failed of it.
     def target(line: str, name: str) -> str:
@@ -259,6 +267,14 @@ def test_a_rival_beside_a_root_that_names_no_node_still_names_its_own(verdicts):
     v = verdicts["618"]
     assert v["quality"] == "ambiguous"
     assert v["culprit_nodes"] == ["n26"]
+
+
+def test_a_shared_servers_outage_beside_a_root_names_none_of_its_clients(verdicts):
+    """The file server every node lost is a rival on none of them: the clients are no
+    suspects beside another root either."""
+    v = verdicts["621"]
+    assert v["quality"] == "ambiguous"
+    assert v["culprit_nodes"] == ["n34"]
 
 
 def test_a_rival_beside_a_shared_servers_outage_names_its_own_node_not_the_clients(verdicts):
