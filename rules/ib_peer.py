@@ -140,21 +140,20 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .filter((pl.len().over("attempt_id") == 1) & ((pl.col("_by") >= 2) | pl.col("_lone")))
         .select("attempt_id", pl.col("_peer").alias("_shared"), "_by")
     )
-    # The node whose address the shared peer is, where one node of the attempt printed it.
+    # The node whose address a peer is, where one node of the attempt printed it.
     addresses = (
         events.filter(address_banner())
         .select("attempt_id", "node", "params")
-        .select("attempt_id", "node", pl.col("params").str.json_path_match("$.addr").alias("_shared"))
+        .select("attempt_id", "node", pl.col("params").str.json_path_match("$.addr").alias("_address"))
         .drop_nulls().unique()
-        .filter(pl.len().over("attempt_id", "_shared") == 1)
+        .filter(pl.len().over("attempt_id", "_address") == 1)
     )
     # Or the node of the attempt the peer names outright (Open MPI's openib names hosts).
     names = context.attempts.select("attempt_id", pl.col("nodes").alias("node")).explode("node").drop_nulls()
-    by_address = pl.concat([
-        shared.join(addresses, on=["attempt_id", "_shared"]).select("attempt_id", pl.col("node").alias("_end")),
-        shared.select("attempt_id", pl.col("_shared").str.to_lowercase().alias("_end"))
-        .join(names, left_on=["attempt_id", "_end"], right_on=["attempt_id", "node"]),
-    ]).unique("attempt_id", keep="first", maintain_order=True)
+    by_address = (
+        _nodes_of(shared, "_shared", "_end", addresses, names)
+        .select("attempt_id", "_end").unique("attempt_id", keep="first", maintain_order=True)
+    )
     # Otherwise the one reporting node that never names the shared peer, and names few
     # enough others.
     per_node = pairs.join(shared, on="attempt_id").group_by("attempt_id", "node").agg(
@@ -210,12 +209,11 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         UNDECIDED_PARAM, "two nodes report failing connections and nothing tells which end broke",
     )
     ordered = reports.sort("attempt_id", "ts", "event_id")
-    # The node each named peer is, where the attempt tells (its address banner, or its name).
-    peer_nodes = pl.concat([
-        pairs.join(addresses.rename({"_shared": "_peer", "node": "_peer_node"}), on=["attempt_id", "_peer"]),
-        pairs.with_columns(pl.col("_peer").str.to_lowercase().alias("_peer_node"))
-        .join(names.rename({"node": "_peer_node"}), on=["attempt_id", "_peer_node"]),
-    ]).select("attempt_id", "node", "_peer", "_peer_node").unique(["attempt_id", "node", "_peer"], keep="first")
+    # The node each named peer is, where the attempt tells.
+    peer_nodes = (
+        _nodes_of(pairs, "_peer", "_peer_node", addresses, names)
+        .select("attempt_id", "node", "_peer", "_peer_node").unique(["attempt_id", "node", "_peer"], keep="first")
+    )
     events = _scattered(events, ordered, pairs, named, peer_nodes)
     # Every reporting node names the shared peer, nothing says which node it is, and several
     # nodes reported nothing: it is one of those, not a reporter.
@@ -290,6 +288,19 @@ def _unplaced(events: pl.DataFrame, ordered: pl.DataFrame, unplaced: pl.DataFram
     ])
     params = pl.struct(pl.col("_shared").alias("peer")).struct.json_encode()
     return _root_on_no_node(events, ordered, unplaced, SILENT_END_EVENT, message, params)
+
+
+def _nodes_of(rows: pl.DataFrame, peer: str, into: str, addresses: pl.DataFrame, names: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` (with ``attempt_id``) whose peer, in column ``peer``, is a known node of
+    their attempt, with that node as ``into``: the node whose address banner printed it
+    (``addresses``: ``attempt_id``, ``node``, ``_address``), then the node of the attempt
+    (``names``: ``attempt_id``, ``node``) it names outright; a peer known both ways has a
+    row for each, the address's first."""
+    return pl.concat([
+        rows.join(addresses.rename({"node": into}), left_on=["attempt_id", peer], right_on=["attempt_id", "_address"]),
+        rows.with_columns(pl.col(peer).str.to_lowercase().alias(into))
+        .join(names.rename({"node": into}), on=["attempt_id", into]),
+    ])
 
 
 def _scattered(
