@@ -49,7 +49,7 @@ from __future__ import annotations
 import polars as pl
 
 from engine.rules.python_rules import (
-    BOOT_EVENT, SLOWDOWN_CAUSES, SUSTAINED_PARAM, known_events, new_events, param, rebooted, rooted_attempts,
+    BOOT_EVENT, SLOWDOWN_CAUSES, SUSTAINED_PARAM, known_events, new_events, not_rebooted, param, rooted_attempts,
     with_param, with_role,
 )
 from ingest.schema import processes_per_node
@@ -149,18 +149,14 @@ def _narrow_since_boot(events: pl.DataFrame, context) -> pl.DataFrame:
         .join(reports, on=["cluster", "node"])
         .filter(pl.col("ts") < pl.col("start_ts"))
         .join(events.select("attempt_id", "origin"), on=["attempt_id", "origin"], how="anti")
-        .with_row_index("_pair")
     )
-    since_boot = pairs.join(
-        rebooted(pairs, events, context, since=pl.col("ts"), until=pl.col("start_ts"), key="_pair").select("_pair"),
-        on="_pair", how="anti",
-    )
+    since_boot = not_rebooted(pairs, events, context, since=pl.col("ts"), until=pl.col("start_ts"))
     last = (
         since_boot.sort("attempt_id", "node", "gpu", "ts", "origin")
         .unique(["attempt_id", "node", "gpu"], keep="last", maintain_order=True)
         .with_columns((pl.col("message") + pl.lit(" (reported at boot; no boot since)")).alias("message"))
     )
-    return new_events(last.drop("_pair"), events, rule_id=RULE_ID, event=NARROW_EVENT, domain="host",
+    return new_events(last, events, rule_id=RULE_ID, event=NARROW_EVENT, domain="host",
                       cause=NARROW_CAUSE, role="context", action=pl.col("action"))
 
 

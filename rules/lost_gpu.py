@@ -22,7 +22,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from engine.rules.python_rules import known_events, link_to_roots, new_events
+from engine.rules.python_rules import BOOT_EVENT, known_events, link_to_roots, new_events, not_rebooted
 
 RULE_ID = "lost_gpu"
 SYMPTOM = "cuda.invalid_device"
@@ -34,10 +34,9 @@ LOST = (*FELL_OFF, NOT_INITIALISED)
 CAUSES = (*(("gpu.fallen_off_bus", "gpu", "root_candidate", event) for event in FELL_OFF),
           ("gpu.init_failure", "gpu", "root_candidate", NOT_INITIALISED))
 """The loss, copied into the attempt whose rank could not open the GPU, with its cause."""
-BOOT = "host.node_boot"
 GONE_FOR = timedelta(days=1)
 """How long before the error a fall-off still counts (when no boot is seen in between)."""
-HISTORY_EVENTS = (*LOST, BOOT)
+HISTORY_EVENTS = (*LOST, BOOT_EVENT)
 """The losses and boots looked up in past events (``context.history``)."""
 
 NODE_EVENT_COLUMNS = ["cluster", "node", "ts", "event", "gpu", "origin", "message", "source", "ts_source", "params"]
@@ -53,7 +52,6 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     lost = known_events(events, context, LOST, NODE_EVENT_COLUMNS)
     if lost.is_empty():
         return events
-    boots = known_events(events, context, [BOOT], ["cluster", "node", "ts"]).rename({"ts": "_boot"})
     first = symptoms.sort("attempt_id", "ts", "event_id").group_by("attempt_id", maintain_order=True).first()
     pairs = (
         first.select(
@@ -64,13 +62,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .filter((pl.col("ts") <= pl.col("_seen")) & (pl.col("ts") >= pl.col("_seen") - GONE_FOR))
     )
     # A boot between the fall-off and the error brought the GPU back (or proved it gone for good).
-    rebooted = (
-        pairs.join(boots, on=["cluster", "node"])
-        .filter((pl.col("_boot") > pl.col("ts")) & (pl.col("_boot") <= pl.col("_seen")))
-        .select("attempt_id", "origin").unique()
-    )
     found = (
-        pairs.join(rebooted, on=["attempt_id", "origin"], how="anti")
+        not_rebooted(pairs, events, context, since=pl.col("ts"), until=pl.col("_seen"))
         .sort("attempt_id", "ts", "origin", descending=[False, True, False])
         .group_by("attempt_id", maintain_order=True)
         .first()

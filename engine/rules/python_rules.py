@@ -370,6 +370,16 @@ def rebooted(rows: pl.DataFrame, events: pl.DataFrame, context: RuleContext, *, 
     )
 
 
+def not_rebooted(rows: pl.DataFrame, events: pl.DataFrame, context: RuleContext, *, since: pl.Expr,
+                 until: pl.Expr) -> pl.DataFrame:
+    """``rows`` (with ``cluster`` and ``node``) whose node did not boot again after ``since``
+    and by ``until`` (:func:`rebooted`'s boots): a state the node reported (a GPU gone, a
+    link trained narrow) that still held then. Row order is kept."""
+    indexed = rows.with_row_index("_unbooted")
+    booted = rebooted(indexed, events, context, since=since, until=until, key="_unbooted").select("_unbooted")
+    return indexed.join(booted, on="_unbooted", how="anti", maintain_order="left").drop("_unbooted")
+
+
 def node_down_events(rows: pl.DataFrame, like: pl.DataFrame, *, rule_id: str, why: pl.Expr) -> pl.DataFrame:
     """``host.node_failure`` root candidates (event ``host.node_lost``) for nodes a rule found
     went down and booted again: one per row of ``rows`` (an event of ``like``'s columns, with
