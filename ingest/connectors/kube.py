@@ -240,10 +240,9 @@ def _ray_job_pods(pods: pl.DataFrame, wl: pl.DataFrame) -> pl.DataFrame:
     admitted itself keeps its pods (its Workload's owner is the cluster)."""
     owners = wl.select("namespace", owner=pl.coalesce("owner", "name")).unique()
     ray_job = pl.col("owner").str.extract(RAY_JOB_CLUSTER, 1)
-    known = pods.join(owners, on=["namespace", "owner"], how="semi").select("namespace", "owner").unique()
     return (
         pods.with_columns(ray_job.alias("_ray_job"))
-        .join(known.with_columns(_known=pl.lit(True)), on=["namespace", "owner"], how="left", maintain_order="left")
+        .join(owners.with_columns(_known=pl.lit(True)), on=["namespace", "owner"], how="left", maintain_order="left")
         .join(owners.rename({"owner": "_ray_job"}).with_columns(_ray_owner=pl.lit(True)), on=["namespace", "_ray_job"],
               how="left", maintain_order="left")
         .with_columns(pl.when(pl.col("_known").is_null() & pl.col("_ray_owner").fill_null(False))
