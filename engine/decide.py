@@ -259,14 +259,21 @@ def demote_survived_outages(events: pl.DataFrame, coverage: pl.DataFrame, skew: 
         return events
     downs = events.filter(is_down).with_columns(outage(down=True))
     survived = (
-        closed(downs, recoveries(events))
+        _recovered_unconfirmed(events, downs)
         .join(progress, on="attempt_id")
         .join(outage_rivals(events), on="attempt_id")
         .filter((pl.col("_up") + skew < pl.col("last_progress")) & (pl.col("_rival") > pl.col("last_progress")))
-        .join(confirmed(events, downs), on=["attempt_id", "node"], how="anti", nulls_equal=True)
         ["_row"]
     )
     return with_role(events, pl.col("_row").is_in(survived.implode()), "context")
+
+
+def _recovered_unconfirmed(events: pl.DataFrame, downs: pl.DataFrame) -> pl.DataFrame:
+    """The outages of ``downs`` a recovery closed (:func:`engine.outages.closed`), on nodes
+    where no error of ``events`` was tied to them as a confirmation
+    (:func:`engine.outages.confirmed`): outages the job came through without saying so."""
+    return closed(downs, recoveries(events)).join(confirmed(events, downs), on=["attempt_id", "node"], how="anti",
+                                                   nulls_equal=True)
 
 
 def demote_unfelt_flaps(events: pl.DataFrame) -> pl.DataFrame:
@@ -291,9 +298,8 @@ def demote_unfelt_flaps(events: pl.DataFrame) -> pl.DataFrame:
     rivals = events.filter(root & (pl.col("domain") == "workload") & pl.col("node").is_not_null()).select(
         "attempt_id", pl.col("node").alias("_rival_node"))
     unfelt = (
-        closed(downs, recoveries(events))
+        _recovered_unconfirmed(events, downs)
         .join(felt, on=["attempt_id", "event_id"], how="anti")
-        .join(confirmed(events, downs), on=["attempt_id", "node"], how="anti", nulls_equal=True)
         .join(rivals, on="attempt_id")
         .filter(pl.col("_rival_node") != pl.col("node"))
         ["_row"]
