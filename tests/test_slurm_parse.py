@@ -374,6 +374,26 @@ def test_a_start_in_the_repeated_autumn_hour_is_never_before_the_submission():
                      "53": ("2026-11-01T07:05:00+00:00", "2026-11-01T07:05:27+00:00")}
 
 
+def test_a_start_in_the_repeated_autumn_hour_is_read_by_the_end_less_the_elapsed_time():
+    """A job submitted at 01:39:30 (Chicago, 1 November 2026: the submission repeats too, so
+    it settles nothing) started at 01:40 and ended at 02:10 CST after 30 minutes: it
+    started at the second 01:40. One that ran 1:30 from 01:40 started at the first; one
+    whose end is in the repeated hour too keeps the earlier reading of both."""
+    header = "JobID|JobIDRaw|JobName|User|Submit|State|ExitCode|Start|End|Elapsed|NodeList|AllocTRES"
+    text = "\n".join([
+        header,
+        "61|61|t|u|2026-11-01T01:39:30|FAILED|1:0|2026-11-01T01:40:00|2026-11-01T02:10:00|00:30:00|n1|gres/gpu=8,node=1",
+        "62|62|t|u|2026-11-01T01:39:30|FAILED|1:0|2026-11-01T01:40:00|2026-11-01T02:10:00|01:30:00|n1|gres/gpu=8,node=1",
+        "63|63|t|u|2026-11-01T01:39:30|FAILED|1:0|2026-11-01T01:40:00|2026-11-01T01:50:00|00:10:00|n1|gres/gpu=8,node=1",
+    ])
+    rows, bad = parse_sacct(text, origin="dst", timezone="America/Chicago")
+    assert bad.is_empty()
+    spans = {r["job_id"]: (r["start_ts"].isoformat(), r["end_ts"].isoformat()) for r in rows.to_dicts()}
+    assert spans == {"61": ("2026-11-01T07:40:00+00:00", "2026-11-01T08:10:00+00:00"),
+                     "62": ("2026-11-01T06:40:00+00:00", "2026-11-01T08:10:00+00:00"),
+                     "63": ("2026-11-01T06:40:00+00:00", "2026-11-01T06:50:00+00:00")}
+
+
 def test_daily_dumps_that_each_list_some_runs_of_a_requeued_job_give_each_run_one_id(tmp_path):
     """A nightly landing of each day's saved dump: the day the job was requeued lists both
     of its runs, the next day only the run that went on past midnight, the day after a run

@@ -73,14 +73,18 @@ def _end_ts(end: pl.Expr, start: pl.Expr, elapsed: pl.Expr, tz: str) -> pl.Expr:
     return pl.when((early != late) & later).then(late).otherwise(early)
 
 
-def _start_ts(start: pl.Expr, submit: pl.Expr, tz: str) -> pl.Expr:
+def _start_ts(start: pl.Expr, submit: pl.Expr, end: pl.Expr, elapsed: pl.Expr, tz: str) -> pl.Expr:
     """``Start`` in UTC. A local time the autumn change repeats is read as its earlier
     instant, unless that instant is before the job was submitted (whose own time is taken
     at its earlier instant too): a job cannot start before its submission, so it started
-    in the second pass of the hour."""
+    in the second pass of the hour; or unless an ``End`` outside the repeated hour less
+    ``Elapsed`` is the later instant (the elapsed time counts real seconds)."""
     early, late = _parse_ts(start, tz), _parse_ts(start, tz, "latest")
     submitted = _parse_ts(submit, tz)
-    return pl.when((early != late) & (submitted > early).fill_null(False)).then(late).otherwise(early)
+    end_early, end_late = _parse_ts(end, tz), _parse_ts(end, tz, "latest")
+    by_elapsed = ((end_early == end_late) & (end_early - pl.duration(seconds=_elapsed_s(elapsed)) == late))
+    later = (submitted > early).fill_null(False) | by_elapsed.fill_null(False)
+    return pl.when((early != late) & later).then(late).otherwise(early)
 
 
 def _bad_ts(col: str, tz: str) -> pl.Expr:
@@ -196,9 +200,9 @@ def parse_parsable2(
         _null_token(pl.col("User")).alias("user"),
         _null_token(pl.col("Partition")).alias("partition"),
         _parse_ts(pl.col("Submit"), timezone).alias("submit_ts"),
-        _start_ts(pl.col("Start"), pl.col("Submit"), timezone).alias("start_ts"),
-        _end_ts(pl.col("End"), _start_ts(pl.col("Start"), pl.col("Submit"), timezone), pl.col("Elapsed"),
-                timezone).alias("end_ts"),
+        _start_ts(pl.col("Start"), pl.col("Submit"), pl.col("End"), pl.col("Elapsed"), timezone).alias("start_ts"),
+        _end_ts(pl.col("End"), _start_ts(pl.col("Start"), pl.col("Submit"), pl.col("End"), pl.col("Elapsed"), timezone),
+                pl.col("Elapsed"), timezone).alias("end_ts"),
         pl.col("State").str.strip_chars().alias("raw_state"),
         code.alias("exit_code"),
         pl.when(sig != 0).then(sig).alias("signal"),
