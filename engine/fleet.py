@@ -343,14 +343,17 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     suspects of competing explanations, not nodes the cause was found on. Where the culprit
     ports are cabled to known switches (:func:`add_switch_ports` ran first), only roots
     behind a switch of this root's count; when the culprit ports of them all are cabled to
-    one switch, the note names it."""
+    one switch, the note names it, and a fabric verdict whose own culprit ports are all
+    cabled to that switch names no culprit node: the switch failed under its nodes, which
+    are victims to keep in service (they stay in ``affected_nodes``, the switch's ports in
+    ``culprit_ports``)."""
     window = timedelta(seconds=config.seconds("systemic_window"))
     named = pl.col("culprit_nodes").list.len() > 0
     roots = (
         verdicts.filter(pl.col("domain").is_in(INFRASTRUCTURE) & pl.col("first_fault_ts").is_not_null())
         .select("attempt_id", "cluster", "cause", "first_fault_ts",
                 pl.when(named).then("culprit_nodes").otherwise("affected_nodes").alias("culprit_nodes"),
-                (~named).alias("_affected"), "quality",
+                (~named).alias("_affected"), "quality", (pl.col("domain") == PORT_DOMAIN).alias("_fabric"),
                 # The switches its culprit ports are cabled to (``switch:<switch>/<port>``, the
                 # switch's own description may hold "/").
                 pl.col("culprit_ports").list.eval(pl.element().str.extract(r"^switch:(.*)/[^/]+$", 1).drop_nulls())
@@ -358,7 +361,7 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     )
     if roots.is_empty():
         return verdicts
-    others = roots.filter(pl.col("quality") != "ambiguous").drop("quality").explode("culprit_nodes")
+    others = roots.filter(pl.col("quality") != "ambiguous").drop("quality", "_fabric").explode("culprit_nodes")
     affected_only = pl.col("_affected")
     # Where both roots' ports are cabled to known switches, only roots behind a switch of
     # this one's share its component: a cable pulled under another leaf at the same time is
@@ -369,7 +372,7 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
         | (switches.list.set_intersection(other_switches).list.len() > 0)
     )
     nearby = (
-        _same_cause_nearby(roots.drop("quality", "_affected"), others, window)
+        _same_cause_nearby(roots.drop("quality", "_affected", "_fabric"), others, window)
         .filter(same_component)
         .group_by("attempt_id", "cause", "first_fault_ts")
         .agg(
@@ -391,12 +394,25 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
         pl.lit(f" nodes within {config.systemic_window}: a shared component, not one node, is likely at fault"),
         one_switch,
     ])
-    notes = nearby.select(
+    # A fabric verdict whose own culprit ports all hang off the event's one switch (not an
+    # ambiguous one's rival suspects) blames the switch, not the nodes behind it.
+    own = roots.filter(pl.col("quality") != "ambiguous").select(
+        "attempt_id", "_fabric", pl.col("_switches").list.unique().alias("_own"))
+    behind_switch = (
+        pl.col("_fabric") & (pl.col("switches").list.len() == 1) & (pl.col("_own").list.len() == 1)
+        & (pl.col("_own").list.first() == pl.col("switches").list.first())
+    )
+    notes = nearby.join(own, on="attempt_id", how="left").select(
         "attempt_id",
         _fleet_evidence(pl.col("first_fault_ts"), pl.lit(None, dtype=pl.String), "fleet.systemic", "systemic_event",
                         message).alias("_note"),
+        behind_switch.fill_null(False).alias("_behind_switch"),
     )
-    return _update_noted(verdicts, notes, [pl.concat_list("evidence", "_note").alias("evidence")])
+    return _update_noted(verdicts, notes, [
+        pl.concat_list("evidence", "_note").alias("evidence"),
+        pl.when("_behind_switch").then(pl.lit([], dtype=pl.List(pl.String))).otherwise("culprit_nodes")
+        .alias("culprit_nodes"),
+    ])
 
 
 FLEET_COLUMNS = [
@@ -413,8 +429,8 @@ def fleet_notes(
     verdicts: pl.DataFrame, history: pl.DataFrame, topology: pl.DataFrame, config: EngineConfig
 ) -> pl.DataFrame:
     """What the fleet views change, one row per verdict they touch: ``attempt_id``,
-    ``_ports`` (new ``culprit_ports``), ``_quality`` (new ``quality``) and ``_fleet`` (evidence
-    entries to append).
+    ``_nodes`` (new ``culprit_nodes``), ``_ports`` (new ``culprit_ports``), ``_quality`` (new
+    ``quality``) and ``_fleet`` (evidence entries to append).
 
     ``verdicts`` needs only the columns of :func:`slim_view` (full verdicts are reduced to
     them): a run over a million attempts keeps this slim view of every verdict in memory,
@@ -428,6 +444,7 @@ def fleet_notes(
     out = mark_silent_suspects(mark_repeat_offenders(out, history, config), history, config)
     out = mark_gpu_suspects(mark_systemic(out, config), config)
     before = slim.select("attempt_id", pl.col("culprit_ports").alias("_ports0"), pl.col("quality").alias("_quality0"))
+    # Every change to culprit nodes comes with a note, so the evidence test covers them.
     return (
         out.join(before, on="attempt_id", how="left")
         .filter(
@@ -435,8 +452,8 @@ def fleet_notes(
             | (pl.col("culprit_ports") != pl.col("_ports0"))
             | (pl.col("quality") != pl.col("_quality0"))
         )
-        .select("attempt_id", pl.col("culprit_ports").alias("_ports"), pl.col("quality").alias("_quality"),
-                pl.col("evidence").alias("_fleet"))
+        .select("attempt_id", pl.col("culprit_nodes").alias("_nodes"), pl.col("culprit_ports").alias("_ports"),
+                pl.col("quality").alias("_quality"), pl.col("evidence").alias("_fleet"))
         .sort("attempt_id")
     )
 
@@ -445,7 +462,11 @@ def apply_fleet_notes(verdicts: pl.DataFrame, notes: pl.DataFrame) -> pl.DataFra
     """``verdicts`` with the :func:`fleet_notes` that concern them applied (row order kept)."""
     if notes.is_empty():
         return verdicts
+    # Nodes no longer blamed (behind a failed switch) stay among the affected.
     return _update_noted(verdicts, notes, [
+        pl.col("_nodes").alias("culprit_nodes"),
+        pl.concat_list("affected_nodes", pl.col("culprit_nodes").list.set_difference("_nodes"))
+        .list.unique().list.sort().alias("affected_nodes"),
         pl.col("_ports").alias("culprit_ports"),
         pl.col("_quality").alias("quality"),
         pl.concat_list("evidence", "_fleet").alias("evidence"),

@@ -197,7 +197,8 @@ def test_a_systemic_event_whose_culprit_ports_share_one_switch_names_it():
     """A leaf switch died: three jobs' nodes lost their ports at once, every one cabled to
     leaf-03 (its description, as ibnetdiscover prints it, holds a "/"). Two minutes later a
     cable was pulled on n3, under another leaf: a fault of its own, which neither joins the
-    event nor keeps it from naming leaf-03."""
+    event nor keeps it from naming leaf-03. The switch is the culprit, not the nodes behind
+    it: their verdicts name no culprit node (the nodes stay affected); n3's names n3."""
     att = attempts(*({"attempt_id": f"a{i}", "job_id": str(i), "nodes": [f"n{i}"]} for i in range(4)))
     ev = events(*({"node": f"n{i}", "event": "link_down", "domain": "network", "cause": "network.link_down",
                    "ts": at(10 + i * 0.2 + (2 if i == 3 else 0)), "port": "mlx5_0:1"} for i in range(4)))
@@ -212,7 +213,10 @@ def test_a_systemic_event_whose_culprit_ports_share_one_switch_names_it():
         assert len(note) == 1
         assert note[0]["message"].startswith("network.link_down was the root cause on 3 nodes")
         assert note[0]["message"].endswith("every culprit port is cabled to switch MF0;leaf-03:MQM9700/U1")
+        assert v[attempt]["culprit_nodes"] == [] and v[attempt]["affected_nodes"] == [f"n{attempt[1]}"]
+        assert v[attempt]["culprit_ports"] == ["mlx5_0:1", f"switch:MF0;leaf-03:MQM9700/U1/{int(attempt[1]) + 1}"]
     assert not any(e["rule_id"] == "fleet.systemic" for e in v["a3"]["evidence"])
+    assert v["a3"]["culprit_nodes"] == ["n3"]
 
 
 def test_a_victim_of_a_systemic_event_is_no_repeat_offender():
