@@ -1,5 +1,5 @@
 """An attempt whose training loop stopped reporting progress long before the scheduler ended
-it, or slowed down until its limit: the time limit or the user's cancellation only stopped
+it, or slowed down until its limit: the time limit, the user's cancellation or a preemption only stopped
 a job no longer working at its pace, so it is an ``insufficient`` root, the action to
 investigate; watchdog timeouts without a stamp of their own, printed somewhere after the
 last progress report, say the job hung long before its limit or its cancellation (more time
@@ -26,6 +26,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 904|904|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T12:00:05|m[9-10]|gres/gpu=4,node=2
 905|905|train|alice|CANCELLED by 1000|0:15|2026-11-20T08:00:00|2026-11-20T10:40:05|m[11-12]|gres/gpu=4,node=2
 906|906|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T12:00:05|m[13-14]|gres/gpu=4,node=2
+907|907|train|alice|PREEMPTED|0:15|2026-11-20T08:00:00|2026-11-20T10:40:05|m[15-16]|gres/gpu=4,node=2
+908|908|train|alice|PREEMPTED|0:15|2026-11-20T08:00:00|2026-11-20T10:40:05|m[17-18]|gres/gpu=4,node=2
 """
 # PyTorch 2.1's watchdog line, which carries no stamp of its own (pytorch/pytorch#118369).
 UNSTAMPED_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: "
@@ -33,6 +35,7 @@ UNSTAMPED_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caug
                      "1800033 milliseconds before timing out.")
 LIMIT = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T12:00:00 DUE TO TIME LIMIT ***"
 CANCEL = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T10:40:00 ***"
+PREEMPTION = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T10:40:00 DUE TO PREEMPTION ***"
 
 
 def slowing_progress() -> str:
@@ -59,6 +62,8 @@ def verdicts(tmp_path_factory):
     # 905: progress stopped at 09:50, every rank's watchdog timed out, the user cancelled at 10:40.
     # 906: a report every 100 steps up to the limit, each 100 taking longer: 2 minutes at
     #      first, 5 by the end (a GPU slowing down, with no error line).
+    # 907: progress stopped at 09:50; a preemption at 10:40.
+    # 908: progress up to 10:39; a preemption at 10:40.
     (logs / "slurm-900.out").write_text(progress("09:50") + LIMIT.format(job=900, node="m1") + "\n")
     (logs / "slurm-901.out").write_text(progress("09:50") + "".join(UNSTAMPED_TIMEOUT.format(r=r) + "\n" for r in range(4))
                                         + LIMIT.format(job=901, node="m3") + "\n")
@@ -68,7 +73,9 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-905.out").write_text(progress("09:50") + "".join(UNSTAMPED_TIMEOUT.format(r=r) + "\n" for r in range(4))
                                         + CANCEL.format(job=905, node="m11") + "\n")
     (logs / "slurm-906.out").write_text(slowing_progress() + LIMIT.format(job=906, node="m13") + "\n")
-    for i in range(1, 15):
+    (logs / "slurm-907.out").write_text(progress("09:50") + PREEMPTION.format(job=907, node="m15") + "\n")
+    (logs / "slurm-908.out").write_text(progress("10:39") + PREEMPTION.format(job=908, node="m17") + "\n")
+    for i in range(1, 19):
         (logs / f"m{i}.log").write_text(syslog(f"m{i}", ("07:50:00", "kernel: ok"), ("12:10:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
@@ -99,6 +106,16 @@ def test_a_cancellation_of_a_stalled_job_says_nothing_of_why_it_stalled(verdicts
     v = verdicts["903"]
     assert (v["domain"], v["cause"], v["quality"], v["recommended_action"]) == (
         "scheduler", "scheduler.cancelled", "insufficient", "investigate")
+
+
+def test_a_preemption_of_a_stalled_job_says_nothing_of_why_it_stalled(verdicts):
+    """The scheduler took the nodes of a job that had printed nothing for 50 minutes: the
+    preemption ended it, but it was no longer working. One still reporting when preempted
+    was simply preempted."""
+    stalled_job, working = verdicts["907"], verdicts["908"]
+    assert (stalled_job["domain"], stalled_job["cause"], stalled_job["quality"], stalled_job["recommended_action"]) == (
+        "scheduler", "scheduler.preempted", "insufficient", "investigate")
+    assert (working["cause"], working["quality"]) == ("scheduler.preempted", "definitive")
 
 
 def test_a_cancellation_of_a_job_whose_watchdogs_reported_it_hung_is_no_root(verdicts):
