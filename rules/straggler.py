@@ -44,7 +44,9 @@ its CPUs or GPUs slowed by heat or a power brake (:data:`WAIT_REPORTS`) between 
 of the collective and the first timeout (the latest moment it can have been printed; a
 repeated report counts when any of its repeats falls in that wait) hung or crawled there:
 those reports become its root candidates (never ``definitive``: nothing links the
-timeouts to them).
+timeouts to them); its slowdowns do not where the silent rank's stack showed it waiting in
+its DataLoader (a throttled CPU or GPU crawls; it does not leave a DataLoader empty for the
+watchdog's whole timeout).
 
 A silent node's reports of that kind count beside a root candidate another node already
 has, too (a GPU that fell off the bus on another silent node): a whole node that reported
@@ -202,7 +204,11 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         pl.concat([events, added]),
         first.filter(pl.col("_alone")).select("attempt_id", "_node", "_rank", began.alias("_began")),
     )
-    events = _stalls_as_roots(_storage_stalls_as_roots(events, waited), waited)
+    # A rank whose stack shows it waiting for its next batch was not slowed by heat: a
+    # throttled CPU or GPU crawls, it does not leave a DataLoader empty for the watchdog's
+    # whole timeout.
+    fed = events.filter((pl.col("event") == DATA_WAIT_EVENT) & (pl.col("role") == "root_candidate"))["attempt_id"]
+    events = _stalls_as_roots(_storage_stalls_as_roots(events, waited), waited, fed)
     whole = first.filter(pl.col("_missing").list.len() == pl.col("_per_node"))
     return _rebooted_node_as_root(events, whole.select("attempt_id", "_node", "end_ts", began.alias("_began")), context)
 
@@ -353,14 +359,18 @@ def _data_waits_as_roots(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFr
                      explained & (pl.col("role") == "root_candidate"), "context")
 
 
-def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame:
+def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame, data_waits: pl.Series | None = None) -> pl.DataFrame:
     """``events`` with the reports of :data:`WAIT_REPORTS` each attempt's silent node made
     between the collective's start and its first timeout made root candidates.
     ``waited``: per attempt, the silent node, when the collective began and when the first
-    timeout was printed."""
+    timeout was printed. ``data_waits``: attempts whose silent rank was waiting in its
+    DataLoader, where reports of a slowdown (:data:`SLOWDOWN_CAUSES`) stay as they were."""
+    reports = WAIT_REPORTS
+    if data_waits is not None and not data_waits.is_empty():
+        reports = reports & ~(pl.col("cause").is_in(SLOWDOWN_CAUSES) & pl.col("attempt_id").is_in(data_waits.implode()))
     stalls = _in_wait(
         events.with_row_index("_row")
-        .filter(WAIT_REPORTS)
+        .filter(reports)
         .select("_row", "attempt_id", "node", "ts", "last_ts"),
         waited.rename({"_node": "node"}), ["attempt_id", "node"],
     )

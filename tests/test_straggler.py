@@ -233,7 +233,8 @@ def verdicts(tmp_path_factory):
     # 2.23's NCCL_DEBUG_TIMESTAMP_FORMAT prefix, net_ib.cc's "Got async event" with
     # libibverbs' name of IBV_EVENT_GID_CHANGE). 625: 622 with the traceback of
     # rank 2 (whose own timeout is in the file) and of rank 0, the silent one.
-    # 626: a silent rank 0 whose dump shows the same wait.
+    # 626: a silent rank 0 whose dump shows the same wait, while its node's CPUs were
+    # throttled by heat (a slowdown does not leave a DataLoader empty for ten minutes).
     def dump(task: int, lines: tuple[str, ...]) -> str:
         return "".join(f"{task}: {line}\n" for line in lines)
 
@@ -258,6 +259,7 @@ def verdicts(tmp_path_factory):
             (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:31:30", SLOW_REPLY)))
     for node in ("n43", "n45", "n47", "n49", *(f"n{i}" for i in range(51, 61)), "n64", "n65", "n66", "n67"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok")))
+    (logs / "n59.log").write_text(syslog("n59", ("10:29:00", "kernel: ok"), ("10:33:00", THROTTLED)))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
 
