@@ -17,7 +17,8 @@ So in an attempt with a program error, a root candidate of a GPU or network doma
 (:data:`DEVICE_DOMAINS`) that no event of the attempt confirms (program errors aside: the
 XID precedence pairs any exception on the node with the XID) becomes ``context`` — unless
 it is a fault of a GPU (:data:`GPU_DOMAINS`) on a node whose every GPU the attempt held
-(:data:`WHOLE_NODE_GPUS` or more per node: no neighbour's GPU is there) within
+(as many per node as the topology lists on that node, a GB200 tray's 4; else
+:data:`WHOLE_NODE_GPUS` or more: no neighbour's GPU is there) within
 :data:`SIMULTANEOUS` of the program error: then it is the job's own GPU failing at the same
 moment, a second explanation the verdict weighs (``ambiguous``), not a neighbour's, and
 both carry :data:`~engine.rules.python_rules.RIVAL_PARAM` (on one node too); a
@@ -78,7 +79,8 @@ DEVICE_DOMAINS = ("gpu", "gpu_memory", "nvlink", "network")
 GPU_DOMAINS = ("gpu", "gpu_memory", "nvlink")
 """The domains of a GPU's own faults."""
 WHOLE_NODE_GPUS = 8
-"""GPUs per node at which an attempt holds its nodes whole: no node has more."""
+"""GPUs per node at which an attempt holds its nodes whole where the topology lists none of
+a node's GPUs: no node has more."""
 SIMULTANEOUS = timedelta(seconds=5)
 """How close to a program error a fault of the job's own GPU competes with it: the default
 clock skew between nodes, within which no clock orders the two."""
@@ -109,7 +111,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     suspects = (
         events.with_row_index("_row")
         .filter(mine & (pl.col("role") == "root_candidate") & pl.col("domain").is_in(DEVICE_DOMAINS))
-        .select("_row", "attempt_id", "event_id", "domain", "ts")
+        .select("_row", "attempt_id", "event_id", "domain", "ts", "node")
     )
     if suspects.is_empty():
         return events
@@ -121,11 +123,12 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     )
     # A fault of the job's own GPU (the attempt held its node whole) at the moment of the
     # program error competes with it.
-    held = context.attempts.filter(pl.col("gpus_per_node") >= WHOLE_NODE_GPUS).select("attempt_id")
+    held = _held_whole(context.attempts.join(suspects.select("attempt_id").unique(), on="attempt_id", how="semi"),
+                       context.topology)
     errors = exceptions.filter(program_errors()).select(
         "attempt_id", (pl.col("ts") - SIMULTANEOUS).alias("_from"), (pl.col("ts_hi") + SIMULTANEOUS).alias("_to"))
     competing = (
-        suspects.join(held, on="attempt_id", how="semi").filter(pl.col("domain").is_in(GPU_DOMAINS))
+        suspects.join(held, on=["attempt_id", "node"], how="semi").filter(pl.col("domain").is_in(GPU_DOMAINS))
         .join(errors, on="attempt_id").filter(pl.col("ts").is_between("_from", "_to"))
         .select("_row", "attempt_id", "event_id").unique()
     )
@@ -152,3 +155,17 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
            & pl.col("attempt_id").is_in(competing["attempt_id"].implode()))
     )
     return with_param(events, rival, RIVAL_PARAM, "a program error and the job's own GPU failing at its moment")
+
+
+def _held_whole(attempts: pl.DataFrame, topology: pl.DataFrame) -> pl.DataFrame:
+    """``attempt_id`` and ``node`` of each node of ``attempts`` whose every GPU the attempt
+    held: at least as many per node as the topology lists on the node, else
+    :data:`WHOLE_NODE_GPUS`."""
+    listed = topology.filter(pl.col("kind") == "gpu").group_by("cluster", "node").agg(
+        pl.col("gpu").n_unique().alias("_gpus"))
+    return (
+        attempts.select("attempt_id", "cluster", "gpus_per_node", pl.col("nodes").alias("node")).explode("node")
+        .join(listed, on=["cluster", "node"], how="left")
+        .filter(pl.col("gpus_per_node") >= pl.col("_gpus").fill_null(WHOLE_NODE_GPUS))
+        .select("attempt_id", "node")
+    )

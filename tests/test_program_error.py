@@ -10,6 +10,7 @@ from datetime import date
 
 import pytest
 
+from ingest.connectors.topology import TopologyConnector, TopologyOptions
 from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job
 
 # https://github.com/gauthierdmn/question_generation/issues/4
@@ -57,6 +58,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 821|821|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g[20-21]|gres/gpu=16,node=2
 822|822|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g[22-23]|gres/gpu=4,node=2
 823|823|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g24|gres/gpu=8,node=1
+824|824|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g25|gres/gpu=4,node=1
+825|825|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g26|gres/gpu=4,node=1
 """
 
 ERRORS = {
@@ -101,11 +104,18 @@ def verdicts(tmp_path_factory):
             f'0:   File "train.py", line 171, in <module>\n0: {KEY_ERROR}\n')
     # 823: one node held whole; the rank's KeyError is unstamped (printed any time after
     # 10:19:20) and a GPU of the same node fell off the bus at 10:20:04.
-    (logs / "g24.log").write_text(syslog("g24", ("10:10:00", "kernel: ok"), ("10:20:04", f"kernel: {XID_79}")))
-    (logs / "slurm-823.out").write_text(
-        f"0: [2026-11-20 10:19:20,000] {ITERATION}\n0: Traceback (most recent call last):\n"
-        f'0:   File "train.py", line 171, in <module>\n0: {KEY_ERROR}\n')
-    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
+    # 824: the same on a GB200 compute tray the topology lists with 4 GPUs, all 4 the job's;
+    # 825: 4 GPUs of a node the topology lists with 8.
+    for job, node in (("823", "g24"), ("824", "g25"), ("825", "g26")):
+        (logs / f"{node}.log").write_text(syslog(node, ("10:10:00", "kernel: ok"), ("10:20:04", f"kernel: {XID_79}")))
+        (logs / f"slurm-{job}.out").write_text(
+            f"0: [2026-11-20 10:19:20,000] {ITERATION}\n0: Traceback (most recent call last):\n"
+            f'0:   File "train.py", line 171, in <module>\n0: {KEY_ERROR}\n')
+    gpus = root / "gpus.csv"
+    gpus.write_text("node,gpu,pci\n" + "".join(f"g25,{i},0000:{0x18 + i:02x}:00.0\n" for i in range(4))
+                    + "".join(f"g26,{i},0000:{0x18 + i:02x}:00.0\n" for i in range(8)))
+    return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20),
+                           connectors=(TopologyConnector(TopologyOptions(gpus_file=gpus), "c1"),))
 
 
 # 815-818: PyTorch's other shape errors are program errors too.
@@ -165,8 +175,13 @@ def test_the_jobs_own_gpu_failing_at_the_moment_of_a_program_error_competes_with
 
 def test_the_jobs_own_gpu_failing_in_the_span_of_an_unstamped_program_error_on_its_node_competes(verdicts):
     """On one node, an unstamped line whose span holds a GPU fault's moment would count as
-    the fault's local consequence; a KeyError is no GPU's consequence: two explanations."""
-    v = verdicts["823"]
-    assert v["quality"] == "ambiguous"
-    assert {v["domain"], *(a["domain"] for a in v["alternatives"])} == {"workload", "gpu"}
-    assert v["culprit_nodes"] == ["g24"]
+    the fault's local consequence; a KeyError is no GPU's consequence: two explanations.
+    A node whose GPUs the topology lists is held whole with as many (a 4-GPU tray), not
+    with 4 of its 8."""
+    for job, node in (("823", "g24"), ("824", "g25")):
+        v = verdicts[job]
+        assert v["quality"] == "ambiguous", job
+        assert {v["domain"], *(a["domain"] for a in v["alternatives"])} == {"workload", "gpu"}, job
+        assert v["culprit_nodes"] == [node], job
+    v = verdicts["825"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
