@@ -25,8 +25,12 @@ both carry :data:`~engine.rules.python_rules.RIVAL_PARAM` (on one node too); a
 program error the XID precedence had made that fault's confirmation is a root candidate
 again. One it had made the confirmation of a fault this rule demotes is a root candidate
 again too (:func:`engine.relabel.restore_orphaned_confirmations`). A fault some error of the job
-confirms keeps its role. Storage and host faults are left alone: a file system that went
-away makes imports fail, and a dead node raises nothing.
+confirms keeps its role. Host faults are left alone (a dead node raises nothing), and so
+are storage faults on the nodes where a rank died of the program error (a file system that
+went away makes imports fail there); a storage fault that no event of the job confirms on
+another node (one client evicted by a Lustre target while a rank elsewhere raised a
+``ValueError``), where every program error names its node, becomes ``context`` too: that
+node's ranks never noticed it.
 
 Declared in ``gpu_xid.yaml`` after ``lost_gpu``, whose restored fall-offs it sees.
 Contract: :mod:`engine.rules.python_rules`.
@@ -108,11 +112,18 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     if attempts.is_empty():
         return events
     mine = pl.col("attempt_id").is_in(attempts.unique().implode())
-    suspects = (
-        events.with_row_index("_row")
-        .filter(mine & (pl.col("role") == "root_candidate") & pl.col("domain").is_in(DEVICE_DOMAINS))
-        .select("_row", "attempt_id", "event_id", "domain", "ts", "node")
+    # A storage fault of a node where no rank died of a program error, in an attempt whose
+    # program errors all name their node, is a suspect too.
+    error_nodes = exceptions.filter(program_errors()).select("attempt_id", "node").unique()
+    placed = error_nodes.group_by("attempt_id").agg(pl.col("node").is_not_null().all().alias("_placed"))
+    candidates = events.with_row_index("_row").filter(mine & (pl.col("role") == "root_candidate"))
+    elsewhere = (
+        candidates.filter((pl.col("domain") == "storage") & pl.col("node").is_not_null())
+        .join(placed.filter("_placed"), on="attempt_id", how="semi")
+        .join(error_nodes, on=["attempt_id", "node"], how="anti")
     )
+    suspects = pl.concat([candidates.filter(pl.col("domain").is_in(DEVICE_DOMAINS)), elsewhere]).select(
+        "_row", "attempt_id", "event_id", "domain", "ts", "node")
     if suspects.is_empty():
         return events
     confirmed = (

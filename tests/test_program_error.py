@@ -28,6 +28,8 @@ SHAPE_ERRORS = {
 }
 # https://github.com/guoyww/AnimateDiff/issues/306
 KEY_ERROR = "KeyError: 'RANK'"
+# https://github.com/kangear/tiny210v2-uboot/issues/5
+NFS_DOWN = "kernel: nfs: server 192.168.1.229 not responding, still trying"
 # https://github.com/ntop/PF_RING/issues/293 (an Ethernet port the job's traffic never used)
 NIC_DOWN = "kernel: ixgbe 0000:08:00.0 eth11: NIC Link is Down"
 # https://github.com/leptonai/gpud/pull/1209 (an IB port's flap, down then back up)
@@ -60,6 +62,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 823|823|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g24|gres/gpu=8,node=1
 824|824|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g25|gres/gpu=4,node=1
 825|825|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g26|gres/gpu=4,node=1
+826|826|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g[27-28]|gres/gpu=16,node=2
+827|827|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g[29-30]|gres/gpu=16,node=2
 """
 
 ERRORS = {
@@ -104,6 +108,16 @@ def verdicts(tmp_path_factory):
             f'0:   File "train.py", line 171, in <module>\n0: {KEY_ERROR}\n')
     # 823: one node held whole; the rank's KeyError is unstamped (printed any time after
     # 10:19:20) and a GPU of the same node fell off the bus at 10:20:04.
+    # 826: a rank on g27 raised a KeyError at 10:20:03; g28's NFS client had lost its server
+    # at 10:19:40, and no rank of g28 reported an error. 827: the server was lost by g29,
+    # the KeyError's own node (a file system gone makes imports fail there).
+    for job, (first, second), lost in (("826", ("g27", "g28"), "g28"), ("827", ("g29", "g30"), "g29")):
+        for node in (first, second):
+            lines = [("10:10:00", "kernel: ok"), *([("10:19:40", NFS_DOWN)] if node == lost else [])]
+            (logs / f"{node}.log").write_text(syslog(node, *lines))
+        (logs / f"slurm-{job}.out").write_text(
+            f"0: [2026-11-20 10:19:20,000] {ITERATION}\n0: [2026-11-20 10:20:03,000] Traceback (most recent call last):\n"
+            f'0:   File "train.py", line 171, in <module>\n0: {KEY_ERROR}\n')
     # 824: the same on a GB200 compute tray the topology lists with 4 GPUs, all 4 the job's;
     # 825: 4 GPUs of a node the topology lists with 8.
     for job, node in (("823", "g24"), ("824", "g25"), ("825", "g26")):
@@ -185,3 +199,13 @@ def test_the_jobs_own_gpu_failing_in_the_span_of_an_unstamped_program_error_on_i
         assert v["culprit_nodes"] == [node], job
     v = verdicts["825"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
+
+
+def test_a_storage_fault_of_another_node_no_error_confirms_is_outranked_by_a_program_error(verdicts):
+    """A KeyError on g27 is the job's own; g28's NFS client losing its server twenty seconds
+    before, which no rank of g28 noticed, did not raise it. On the KeyError's own node the
+    lost server stays a root candidate."""
+    v = verdicts["826"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("workload", "workload.exception", [])
+    assert role_of(v, "storage.nfs_server_state") == "context"
+    assert role_of(verdicts["827"], "storage.nfs_server_state") == "root_candidate"
