@@ -46,7 +46,9 @@ repeated report counts when any of its repeats falls in that wait) hung or crawl
 those reports become its root candidates (never ``definitive``: nothing links the
 timeouts to them); its slowdowns do not where the silent rank's stack showed it waiting in
 its DataLoader (a throttled CPU or GPU crawls; it does not leave a DataLoader empty for the
-watchdog's whole timeout).
+watchdog's whole timeout). A silent rank 0 whose node's kernel stalled so (its CPUs stuck, a
+task blocked: :data:`HANG_REPORTS`) was not at its own work: its straggler event becomes
+context.
 
 A silent node's reports of that kind count beside a root candidate another node already
 has, too (a GPU that fell off the bus on another silent node): a whole node that reported
@@ -58,8 +60,8 @@ against the other (one stuck since before the other fault is its rival:
 When every rank timed out, none is missing; but a collective every rank entered still
 waits for the slowest, and a node whose kernel reported tasks blocked for minutes
 (``host.hung_task``, a cascade on its own: a hung filesystem or driver call makes them,
-and names itself) during that wait, the only node of the attempt to do so, was that
-slowest one: thrashing, stalled in the kernel. With nothing else to explain the failure,
+and names itself) or its CPUs stuck (soft lockups, RCU stalls) during that wait, the only
+node of the attempt to do so, was that slowest one: thrashing, stalled in the kernel. With nothing else to explain the failure,
 its reports become its root candidates (never ``definitive``: nothing links the timeouts
 to them).
 
@@ -114,6 +116,10 @@ WAIT_REPORTS = (
 came: its CPUs stuck, a task blocked in the kernel, its CPUs or GPUs throttled (the kernel's
 thermal throttle, DCGM's or the driver's slowdown reports, DCGM's temperature gauge above
 its slowdown point: ``host.yaml``, ``gpu_health.yaml``, ``metrics.yaml``)."""
+HANG_REPORTS = ((pl.col("cause") == STALL_CAUSE) & (pl.col("role") == "context")) | (pl.col("event") == HUNG_EVENT)
+"""Of :data:`WAIT_REPORTS`, those that say a node's kernel stalled (its CPUs stuck, a task
+blocked), not that it slowed: what makes the slowest node of a collective every rank
+entered, or outweighs a silent rank 0's own work."""
 
 
 STORAGE_REPORTS = (
@@ -323,12 +329,12 @@ def _in_wait(reports: pl.DataFrame, waited: pl.DataFrame, on: list[str]) -> pl.D
 
 
 def _hung_node_as_root(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame:
-    """``events`` with the hung-task reports (:data:`HUNG_EVENT`) of the one node of each
-    attempt of ``waited`` (every rank timed out; when the collective began and when the
-    first timeout was printed) whose kernel reported any during that wait made root
+    """``events`` with the hung-task and CPU-stall reports (:data:`HANG_REPORTS`) of the one
+    node of each attempt of ``waited`` (every rank timed out; when the collective began and
+    when the first timeout was printed) whose kernel reported any during that wait made root
     candidates."""
     hung = _in_wait(
-        events.with_row_index("_row").filter((pl.col("event") == HUNG_EVENT) & pl.col("node").is_not_null())
+        events.with_row_index("_row").filter(HANG_REPORTS & pl.col("node").is_not_null())
         .select("_row", "attempt_id", "node", "ts", "last_ts"),
         waited, ["attempt_id"],
     ).filter(pl.col("node").n_unique().over("attempt_id") == 1)
@@ -376,8 +382,12 @@ def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame, data_waits: pl.
     )
     if stalls.is_empty():
         return events
-    promoted = at_rows(events, stalls["_row"])
-    return with_role(events, promoted, "root_candidate")
+    # A silent rank 0's own work (the straggler root) is no reason beside its node's kernel
+    # stalling while the others waited.
+    stalled = events[stalls["_row"]].filter(HANG_REPORTS)["attempt_id"]
+    outweighed = ((pl.col("rule_id") == RULE_ID) & (pl.col("role") == "root_candidate")
+                  & pl.col("attempt_id").is_in(stalled.implode()))
+    return with_role(with_role(events, at_rows(events, stalls["_row"]), "root_candidate"), outweighed, "context")
 
 
 def _rebooted_node_as_root(events: pl.DataFrame, whole: pl.DataFrame, context) -> pl.DataFrame:

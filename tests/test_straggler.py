@@ -57,6 +57,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 637|637|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[86-87]|gres/gpu=4,node=2
 638|638|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[88-89]|gres/gpu=4,node=2
 639|639|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[90-91]|gres/gpu=4,node=2
+640|640|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[92-93]|gres/gpu=4,node=2
+641|641|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[94-95]|gres/gpu=4,node=2
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -206,6 +208,12 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-615.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in range(4)))
     for node in ("n37", "n38"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:33:00", HUNG)))
+    # 640: every rank timed out; n93's CPUs got stuck while they waited, no other node's.
+    # 641: rank 0 (on n94) never joined, and n94's CPUs got stuck while the others waited.
+    for job, ranks, node in (("640", range(4), "n93"), ("641", (1, 2, 3), "n94")):
+        (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in ranks))
+        (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:31:10", SOFT_LOCKUP),
+                                                 ("10:33:30", SOFT_LOCKUP)))
     # 618: n44's ranks never joined; its CPUs were throttled from before the collective
     # began into the wait (one report, repeated). 619: n46's kernel reported its data
     # loader blocked during the wait. 620: n48's CPUs were throttled only in the morning.
@@ -511,6 +519,19 @@ def test_the_one_node_whose_tasks_hung_while_every_rank_waited_is_the_root(verdi
     v = verdicts["614"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.hung_task", ["n36"])
     assert v["quality"] == "probable"  # nothing links the timeouts to it
+
+
+def test_the_one_node_whose_cpus_stalled_while_every_rank_waited_is_the_root(verdicts):
+    """As a task blocked for minutes does: the CPUs of n93 stuck during the wait, no other
+    node's, made it the collective's slowest."""
+    v = verdicts["640"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["quality"]) == ("host", "host.cpu_stall", ["n93"], "probable")
+
+
+def test_a_silent_rank_zeros_node_stalled_in_its_kernel_is_the_root_not_its_own_work(verdicts):
+    v = verdicts["641"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["quality"]) == ("host", "host.cpu_stall", ["n94"], "probable")
+    assert role_of(v, "straggler_rank") == "context"
 
 
 def test_tasks_hung_on_every_node_single_none_out(verdicts):
