@@ -687,8 +687,8 @@ def decide(
     ``attempts``: the scoped attempts (+ ``cluster``). ``events``: correlated, re-labelled
     events. ``coverage``: ``attempt_id``, ``coverage`` (list of structs) and
     ``coverage_complete`` (bool), and the attempt's progress reports where known
-    (:data:`PROGRESS_COLUMNS`: a cancellation or a time limit that ended a job which had
-    :func:`stalled` (or a preemption), or a time limit that ended one which had :func:`slowed`, is
+    (:data:`PROGRESS_COLUMNS`: a cancellation, a preemption or a time limit that ended a job
+    which had :func:`stalled`, or a time limit that ended one which had :func:`slowed`, is
     ``insufficient``, action ``investigate``: it only stopped a job no longer working, or no
     longer working at its pace, and nothing says why).
     ``pack``: its state rules give the fallback roots, its outcomes' ``names_node`` which

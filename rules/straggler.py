@@ -61,9 +61,9 @@ When every rank timed out, none is missing; but a collective every rank entered 
 waits for the slowest, and a node whose kernel reported tasks blocked for minutes
 (``host.hung_task``, a cascade on its own: a hung filesystem or driver call makes them,
 and names itself) or its CPUs stuck (soft lockups, RCU stalls) during that wait, the only
-node of the attempt to do so, was that slowest one: thrashing, stalled in the kernel. With nothing else to explain the failure,
-its reports become its root candidates (never ``definitive``: nothing links the timeouts
-to them).
+node of the attempt to do so, was that slowest one: thrashing, stalled in the kernel. With
+nothing else to explain the failure, its reports become its root candidates (never
+``definitive``: nothing links the timeouts to them).
 
 A whole node the others waited for that reported nothing of the kind, and whose kernel
 booted again between the start of the collective and :data:`REBOOT_SOON` after the
