@@ -342,7 +342,10 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     then named by the python rules (``straggler.py``). A workload root printed late stays:
     it may report the stall itself (``DataLoader timed out after 300 seconds``). A report of
     how long the fault had lasted when it was printed (a CPU "stuck for 74s") dates it by
-    its onset (:func:`engine.decide.onset`). So is a scheduler's end of the job stamped that late
+    its onset (:func:`engine.decide.onset`); one the precedence rules made the end of a story
+    its node began earlier (a disk disabled after its own command timeouts, their
+    ``confirmation``) by the earliest of those reports of its domain. So is a scheduler's
+    end of the job stamped that late
     (:data:`engine.decide.LATE_ENDS`: ``scancel``'s banner, the time limit's, a preemption's): someone,
     the clock or the scheduler stopped a job that was already stuck (ranks that keep waiting
     once their watchdog fired, with ``TORCH_NCCL_ASYNC_ERROR_HANDLING=0``, until the limit
@@ -382,8 +385,17 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
     )
     waited_for = (pl.col("domain").is_in(GPU_DOMAINS) | (pl.col("cause") == OOM_KILL_CAUSE)) \
         & (pl.col("_reported").fill_null(0) < pl.col("_most"))
+    # A root the precedence rules made the end of a story its node began earlier (a disk
+    # disabled after its own timeouts) began with the earliest of those reports of its domain.
+    began = (
+        events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+        .select("attempt_id", "node", "domain", pl.col("caused_by").alias("event_id"), onset().alias("_linked"))
+        .group_by("attempt_id", "node", "domain", "event_id").agg(pl.col("_linked").min())
+    )
     marks = (
-        events.select("attempt_id", "node", "domain", "cause", onset().alias("_onset"), candidate=candidate)
+        events.select("attempt_id", "node", "domain", "cause", "event_id", onset().alias("_onset"), candidate=candidate)
+        .join(began, on=["attempt_id", "node", "domain", "event_id"], how="left", maintain_order="left")
+        .with_columns(pl.min_horizontal("_onset", "_linked").alias("_onset"))
         .join(hung, on="attempt_id", how="left", maintain_order="left")
         .join(reporting, on=["attempt_id", "node"], how="left", maintain_order="left")
         .join(most, on="attempt_id", how="left", maintain_order="left")

@@ -1,7 +1,8 @@
 """A local NVMe drive that timed out, was reset and then disabled: the disabled device is the
 verdict's cause (the disk failed: replace it), its earlier timeouts its confirmations; a
 timeout the driver recovered from stays the timeout; md failing a RAID member outranks the
-block layer's I/O errors that made it give up. Real lines (leptonai/gpud's kmsg matcher
+block layer's I/O errors that made it give up; a drive disabled after the hang began is the
+hang's root from its first timeout. Real lines (leptonai/gpud's kmsg matcher
 tests), landed through the Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, role_of, syslog, verdicts_by_job
+from tests.end_to_end import ITERATION, role_of, syslog, verdicts_by_job, watchdog_timeout
 
 TIMEOUT = "kernel: nvme nvme4: I/O tag 22 (2016) opcode 0x2 (Admin Cmd) QID 0 timeout, reset controller"
 DISABLED = "kernel: nvme nvme4: Disabling device after reset failure: -19"
@@ -26,6 +27,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 860|860|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q1|gres/gpu=8,node=1
 861|861|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q2|gres/gpu=8,node=1
 862|862|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q3|gres/gpu=8,node=1
+863|863|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q[4-5]|gres/gpu=4,node=2
 """
 
 
@@ -40,6 +42,10 @@ def verdicts(tmp_path_factory):
     (logs / "q2.log").write_text(syslog("q2", ("10:05:00", "kernel: ok"), ("10:20:00", TIMEOUT)))
     # 862: a read failed at 10:20:00 and md failed the array's member a moment later.
     (logs / "q3.log").write_text(syslog("q3", ("10:05:00", "kernel: ok"), ("10:20:00", BLOCK_EIO), ("10:20:01", RAID_FAILED)))
+    # 863: q5's drive timed out at 10:10:00, as q5's ranks stopped joining the collective
+    # that began at 10:10:00; the driver disabled it at 10:13:00, after the hang began.
+    (logs / "q5.log").write_text(syslog("q5", ("10:05:00", "kernel: ok"), ("10:10:00", TIMEOUT), ("10:13:00", DISABLED)))
+    (logs / "slurm-863.out").write_text("".join(watchdog_timeout(r, "10:20:00") + "\n" for r in (0, 1)))
     for job in ("860", "861", "862"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:19:00,000] {ITERATION}\n[2026-11-20 10:20:05,000] {EIO}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -48,6 +54,15 @@ def verdicts(tmp_path_factory):
 def test_a_disabled_drive_is_the_cause_its_timeouts_confirm(verdicts):
     v = verdicts["860"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_failure", ["q1"])
+
+
+def test_a_drive_disabled_after_the_hang_began_dates_from_its_first_timeout(verdicts):
+    """The disabled drive is the end of the story its timeout began before the hang: the
+    hang's root, not a report after it."""
+    v = verdicts["863"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_failure", ["q5"])
+    assert {e["event"]: e["role"] for e in v["evidence"] if e["rule_id"] == "host.nvme_failure"} == {
+        "storage.nvme_disabled": "root_candidate", "storage.nvme_timeout": "confirmation"}
 
 
 def test_a_drive_that_only_timed_out_stays_a_timeout(verdicts):
