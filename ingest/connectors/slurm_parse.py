@@ -192,7 +192,9 @@ def parse_parsable2(
     good = table.filter(pl.col("reason") == "")
 
     code, sig = split_exit_code_expr(pl.col("ExitCode"))
-    rows = good.select(
+    # The end is read knowing the start: the start is read once, as a column of its own.
+    start = _start_ts(pl.col("Start"), pl.col("Submit"), pl.col("End"), pl.col("Elapsed"), timezone)
+    rows = good.with_columns(start.alias("_start")).select(
         pl.col("JobID").str.split(".").list.first().alias("job_id"),
         raw_base.alias("job_id_raw"),
         pl.col("JobIDRaw").str.split(".").list.get(1, null_on_oob=True).alias("step"),
@@ -200,9 +202,8 @@ def parse_parsable2(
         _null_token(pl.col("User")).alias("user"),
         _null_token(pl.col("Partition")).alias("partition"),
         _parse_ts(pl.col("Submit"), timezone).alias("submit_ts"),
-        _start_ts(pl.col("Start"), pl.col("Submit"), pl.col("End"), pl.col("Elapsed"), timezone).alias("start_ts"),
-        _end_ts(pl.col("End"), _start_ts(pl.col("Start"), pl.col("Submit"), pl.col("End"), pl.col("Elapsed"), timezone),
-                pl.col("Elapsed"), timezone).alias("end_ts"),
+        pl.col("_start").alias("start_ts"),
+        _end_ts(pl.col("End"), pl.col("_start"), pl.col("Elapsed"), timezone).alias("end_ts"),
         pl.col("State").str.strip_chars().alias("raw_state"),
         code.alias("exit_code"),
         pl.when(sig != 0).then(sig).alias("signal"),
