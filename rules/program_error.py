@@ -108,13 +108,14 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     died of a program error (see the module docstring)."""
     # Every step but the last runs on the few rows it concerns, not on the whole run's events.
     exceptions = events.filter(pl.col("rule_id").is_in(RULES))
-    attempts = exceptions.filter(program_errors() & pl.col("role").is_in(["root_candidate", "confirmation"]))["attempt_id"]
+    raised = exceptions.filter(program_errors())
+    attempts = raised.filter(pl.col("role").is_in(["root_candidate", "confirmation"]))["attempt_id"]
     if attempts.is_empty():
         return events
     mine = pl.col("attempt_id").is_in(attempts.unique().implode())
     # A storage fault of a node where no rank died of a program error, in an attempt whose
     # program errors all name their node, is a suspect too.
-    error_nodes = exceptions.filter(program_errors()).select("attempt_id", "node").unique()
+    error_nodes = raised.select("attempt_id", "node").unique()
     placed = error_nodes.group_by("attempt_id").agg(pl.col("node").is_not_null().all().alias("_placed"))
     candidates = events.with_row_index("_row").filter(mine & (pl.col("role") == "root_candidate"))
     elsewhere = (
@@ -136,7 +137,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     # program error competes with it.
     held = _held_whole(context.attempts.join(suspects.select("attempt_id").unique(), on="attempt_id", how="semi"),
                        context.topology)
-    errors = exceptions.filter(program_errors()).select(
+    errors = raised.select(
         "attempt_id", (pl.col("ts") - SIMULTANEOUS).alias("_from"), (pl.col("ts_hi") + SIMULTANEOUS).alias("_to"))
     competing = (
         suspects.join(held, on=["attempt_id", "node"], how="semi").filter(pl.col("domain").is_in(GPU_DOMAINS))
