@@ -361,7 +361,10 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     )
     if roots.is_empty():
         return verdicts
-    others = roots.filter(pl.col("quality") != "ambiguous").drop("quality", "_fabric").explode("culprit_nodes")
+    # An ambiguous verdict's culprits are suspects of competing explanations: they join no
+    # event, and its nodes are never the switch's victims.
+    firm = roots.filter(pl.col("quality") != "ambiguous")
+    others = firm.drop("quality", "_fabric").explode("culprit_nodes")
     affected_only = pl.col("_affected")
     # Where both roots' ports are cabled to known switches, only roots behind a switch of
     # this one's share its component: a cable pulled under another leaf at the same time is
@@ -396,8 +399,7 @@ def mark_systemic(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFrame:
     ])
     # A fabric verdict whose own culprit ports all hang off the event's one switch (not an
     # ambiguous one's rival suspects) blames the switch, not the nodes behind it.
-    own = roots.filter(pl.col("quality") != "ambiguous").select(
-        "attempt_id", "_fabric", pl.col("_switches").list.unique().alias("_own"))
+    own = firm.select("attempt_id", "_fabric", pl.col("_switches").list.unique().alias("_own"))
     behind_switch = (
         pl.col("_fabric") & (pl.col("switches").list.len() == 1) & (pl.col("_own").list.len() == 1)
         & (pl.col("_own").list.first() == pl.col("switches").list.first())
