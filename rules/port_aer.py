@@ -1,5 +1,6 @@
 """A fatal PCIe error a root port reports, seconds before a GPU on its node falls off the
 bus, is that GPU's link failing: the GPU is the root and the port's report its confirmation.
+So is the GPU's own uncorrected error beside its loss.
 
 The AER driver reports an uncorrectable error on the port that received it, often the root
 port above the GPU (``pcieport 0000:97:01.0: PCIe Bus Error: severity=Uncorrected (Fatal),
@@ -7,7 +8,14 @@ port above the GPU (``pcieport 0000:97:01.0: PCIe Bus Error: severity=Uncorrecte
 (scope ``gpu``) cannot pair it with the XID 79 that follows. A fatal error of another
 device's own function (a NIC's ``mlx5_core``, a disk controller) before a GPU loss stays a
 root of its own: two devices failing at once is the host's problem, and the verdict
-should say so. Contract: :mod:`engine.rules.python_rules`.
+should say so.
+
+The GPU's own uncorrected error (the nvidia driver's AER line, which names the GPU) and its
+loss are paired by ``precedence.xid_over_gpu_pcie_error``, which runs before the python
+rules: an older driver's fall-off report wrapped over three syslog lines learns its GPU only
+from ``nvrm_wrapped_report``, so this rule pairs those the same way (the AER line a
+confirmation of the loss of its GPU, within :data:`SAME_GPU` either way).
+Contract: :mod:`engine.rules.python_rules`.
 """
 
 from __future__ import annotations
@@ -28,21 +36,32 @@ WITHIN = timedelta(seconds=10)
 """How soon after the port's report the GPU must fall off to be the device below it."""
 PRINTED_BEFORE = timedelta(seconds=1)
 """How much earlier the GPU's loss may be stamped (one report, lines a moment apart)."""
+UNCORRECTED = ("pcie_aer_uncorrected", FATAL)
+"""The AER events that can take a GPU's link down (non-fatal and fatal)."""
+SAME_GPU = timedelta(minutes=1)
+"""How far apart a GPU's own AER line and its loss are one failure
+(``precedence.xid_over_gpu_pcie_error``'s window)."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
-    """Link a root port's fatal AER report to the GPU fall-off that follows it on its node."""
+    """Link a root port's fatal AER report to the GPU fall-off that follows it on its node,
+    and a GPU's own uncorrected AER line to that GPU's loss."""
     roots = pl.col("role") == "root_candidate"
-    ports = events.filter(
-        roots & (pl.col("event") == FATAL) & pl.col("message").str.contains(PORT_REPORT, literal=True)
-    ).select("attempt_id", "cluster", "node", "event_id", pl.col("ts").alias("_aer"))
-    if ports.is_empty():
+    aer = events.filter(roots & pl.col("event").is_in(UNCORRECTED)).select(
+        "attempt_id", "cluster", "node", "event_id", "event", "gpu", "message", pl.col("ts").alias("_aer"))
+    if aer.is_empty():
         return events
     lost = events.filter(roots & pl.col("event").is_in(FELL_OFF)).select(
-        "attempt_id", "cluster", "node", pl.col("event_id").alias("_root"), "ts")
+        "attempt_id", "cluster", "node", pl.col("event_id").alias("_root"), pl.col("gpu").alias("_lost"), "ts")
+    from_port = (
+        (pl.col("event") == FATAL)
+        & pl.col("message").str.contains(PORT_REPORT, literal=True)
+        & pl.col("ts").is_between(pl.col("_aer") - PRINTED_BEFORE, pl.col("_aer") + WITHIN)
+    )
+    own = (pl.col("gpu") == pl.col("_lost")) & pl.col("ts").is_between(pl.col("_aer") - SAME_GPU, pl.col("_aer") + SAME_GPU)
     links = (
-        ports.join(lost, on=["attempt_id", "cluster", "node"])
-        .filter(pl.col("ts").is_between(pl.col("_aer") - PRINTED_BEFORE, pl.col("_aer") + WITHIN))
+        aer.join(lost, on=["attempt_id", "cluster", "node"])
+        .filter(from_port | own)
         .sort("attempt_id", "event_id", "ts", "_root")
         .group_by("attempt_id", "event_id", maintain_order=True)
         .first()

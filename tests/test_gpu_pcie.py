@@ -1,5 +1,6 @@
 """An uncorrected PCIe error on a GPU and the XID that follows on that GPU are one failure:
-the XID is the root and the AER line its confirmation (``precedence.xid_over_gpu_pcie_error``);
+the XID (or the driver's own fallen-off-the-bus report) is the root and the AER line its
+confirmation (``precedence.xid_over_gpu_pcie_error``);
 so is a fatal error the root port above it logged seconds before (``port_aer.py``);
 on another device (a NIC's own function), or a minute before, the AER line stays a root
 of its own. A non-fatal error the job ran on long after, failing of something else, passed.
@@ -36,6 +37,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 804|804|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g5|gres/gpu=8,node=1
 805|805|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g6|gres/gpu=8,node=1
 806|806|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g7|gres/gpu=8,node=1
+807|807|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g8|gres/gpu=8,node=1
 """
 
 
@@ -50,12 +52,18 @@ def verdicts(tmp_path_factory):
     # A minute apart: two faults, not one.
     (logs / "g4.log").write_text(syslog("g4", ("10:19:00", AER_PORT), ("10:20:01", f"kernel: {XID_79}")))
     (logs / "g5.log").write_text(syslog("g5", ("10:20:00", AER_NIC_FATAL), ("10:20:02", f"kernel: {XID_79}")))
+    # The older driver's report of the lost GPU, wrapped over three syslog lines
+    # (NVIDIA/NVSentinel#155), a second after the GPU's own AER line.
+    (logs / "g8.log").write_text(syslog("g8", ("10:20:00", AER_GPU),
+                                        ("10:20:01", "kernel: NVRM: The NVIDIA GPU 0000:06:00.0"),
+                                        ("10:20:01", "kernel: NVRM: (PCI ID: 10de:20b2) installed in this system has"),
+                                        ("10:20:01", "kernel: NVRM: fallen off the bus and is not responding to commands.")))
     # 805 ran on 23 minutes after the chipset's non-fatal error and ran out of GPU memory;
     # 806 failed with nothing else to say why.
     for node in ("g6", "g7"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:05:00", AER_CHIPSET),
                                                  ("10:05:00", "kernel: pcieport 0000:80:1b.4: AER: device recovery successful")))
-    for job in ("800", "801", "802", "803", "804", "806"):
+    for job in ("800", "801", "802", "803", "804", "806", "807"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     (logs / "slurm-805.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n[2026-11-20 10:28:00,000] {CUDA_OOM}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -63,6 +71,12 @@ def verdicts(tmp_path_factory):
 
 def test_the_xid_on_the_gpu_with_the_pcie_error_is_the_root(verdicts):
     v = verdicts["800"]
+    assert (v["domain"], v["cause"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["0000:06:00"])
+    assert role_of(v, "pcie_aer_bus_error") == "confirmation"
+
+
+def test_the_wrapped_driver_report_on_the_gpu_with_the_pcie_error_is_the_root(verdicts):
+    v = verdicts["807"]
     assert (v["domain"], v["cause"], v["culprit_gpus"]) == ("gpu", "gpu.fallen_off_bus", ["0000:06:00"])
     assert role_of(v, "pcie_aer_bus_error") == "confirmation"
 
