@@ -34,7 +34,7 @@ from pathlib import Path
 
 import polars as pl
 
-from engine.rules.loader import OUTCOME_FIELDS, RulePack, regex_for
+from engine.rules.loader import OUTCOME_FIELDS, RESERVED_GROUPS, RulePack, regex_for
 from engine.rules.model import ExtractRule, parse_duration
 from ingest.hostlist import expand_hostlist, short_host
 from ingest.lake import Derivation, Lake
@@ -42,9 +42,6 @@ from ingest.schema import EVENTS
 
 EVENT_SCHEMA = pl.Schema({**pl.from_arrow(EVENTS.empty_table()).schema, "cluster": pl.String})
 """Columns and dtypes of extracted events: the events table plus ``cluster``."""
-
-RESERVED_GROUPS = ("gpu", "port", "rank", "node")
-"""Named groups that fill location columns instead of ``params``."""
 
 DEDUPE_KEYS = ["cluster", "node", "attempt_id", "rank", "gpu", "port", "rule_id", "event", "cause"]
 """Events equal on these columns are repeats of one event for the flood dedupe."""

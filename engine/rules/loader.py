@@ -35,12 +35,20 @@ from engine.rules.python_rules import (
     LoadedPythonRule, PythonRuleError, declared_causes, declared_copies_outcomes, declared_history_events,
     load_python_rule,
 )
+from ingest.schema import EVENTS
 
 BUNDLED_RULES = Path(__file__).resolve().parents[2] / "rules"
 """The rule pack shipped with causelake (the repository's ``rules/`` folder)."""
 
 OUTCOME_FIELDS = ("event", "domain", "cause", "role", "action")
 """Event fields a rule's outcome sets; test ``expect`` may name these or a named group."""
+
+RESERVED_GROUPS = ("gpu", "port", "rank", "node")
+"""Named groups that fill location columns instead of ``params``."""
+
+SHADOWED_GROUPS = tuple(name for name in EVENTS.names if name not in RESERVED_GROUPS)
+"""Event columns a named group must not be called: the group would go to ``params`` while
+readers (and the rule's tests) see the column of that name."""
 
 _RULE = TypeAdapter(Rule)
 _KINDS = ("extract", "suppress", "precedence", "metric", "state", "python")
@@ -332,6 +340,12 @@ def _check_extract(node: _Map) -> Iterator[tuple[int, str, str]]:
                 "empty prefilter literal matches every line — give a literal every match contains"
             )
     listed = ", ".join(groups) or "none"
+    for name in groups:
+        if name in SHADOWED_GROUPS:
+            yield node.key_lines["regex"], "regex", (
+                f"named group '{name}' has the name of an event column, which hides it — rename the "
+                f"group (event columns: {', '.join(SHADOWED_GROUPS)})"
+            )
     mapping = node.get("map")
     key = mapping.get("key") if isinstance(mapping, _Map) else None
     for name in [key] if isinstance(key, str) else key if isinstance(key, _Seq) else []:
