@@ -688,7 +688,8 @@ def decide(
     events. ``coverage``: ``attempt_id``, ``coverage`` (list of structs) and
     ``coverage_complete`` (bool), and the attempt's progress reports where known
     (:data:`PROGRESS_COLUMNS`: a cancellation, a preemption or a time limit that ended a job
-    which had :func:`stalled`, or a time limit that ended one which had :func:`slowed`, is
+    which had :func:`stalled`, or a time limit or a cancellation that ended one which had
+    :func:`slowed`, is
     ``insufficient``, action ``investigate``: it only stopped a job no longer working, or no
     longer working at its pace, and nothing says why).
     ``pack``: its state rules give the fallback roots, its outcomes' ``names_node`` which
@@ -795,11 +796,13 @@ def decide(
         .when(pl.col("n_symptoms").fill_null(0) > 0).then(pl.lit("unknown.symptoms_only"))
         .otherwise(pl.lit("unknown.no_evidence"))
     )
-    # A job that slowed down until its time limit ended it, or stopped reporting progress
-    # long before the limit, a cancellation or a preemption ended it: the scheduler's end
-    # is why it stopped, nothing says why it slowed or stalled (a GPU failing slowly prints
-    # no error).
-    ended_idle = (log_root | by_state) & (((cause == TIME_LIMIT) & slowed()) | (cause.is_in(LATE_ENDS) & stalled()))
+    # A job that slowed down until its time limit or someone's bare cancellation ended it,
+    # or stopped reporting progress long before the limit, a cancellation or a preemption
+    # ended it: the scheduler's end is why it stopped, nothing says why it slowed or stalled
+    # (a GPU failing slowly prints no error). A preemption takes the nodes whatever the
+    # job's pace: a slow job preempted was simply preempted.
+    ended_idle = (log_root | by_state) & (
+        (cause.is_in((TIME_LIMIT, REASONLESS_CANCEL)) & slowed()) | (cause.is_in(LATE_ENDS) & stalled()))
     quality = (
         pl.when(~pl.col("failed")).then(pl.lit("definitive"))
         .when(log_root & pl.col("ambiguous")).then(pl.lit("ambiguous"))

@@ -28,13 +28,14 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 906|906|train|alice|TIMEOUT|0:0|2026-11-20T08:00:00|2026-11-20T12:00:05|m[13-14]|gres/gpu=4,node=2
 907|907|train|alice|PREEMPTED|0:15|2026-11-20T08:00:00|2026-11-20T10:40:05|m[15-16]|gres/gpu=4,node=2
 908|908|train|alice|PREEMPTED|0:15|2026-11-20T08:00:00|2026-11-20T10:40:05|m[17-18]|gres/gpu=4,node=2
+909|909|train|alice|CANCELLED by 1000|0:15|2026-11-20T08:00:00|2026-11-20T12:00:05|m[19-20]|gres/gpu=4,node=2
 """
 # PyTorch 2.1's watchdog line, which carries no stamp of its own (pytorch/pytorch#118369).
 UNSTAMPED_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:475] [Rank {r}] Watchdog caught collective operation timeout: "
                      "WorkNCCL(SeqNum=11881, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for "
                      "1800033 milliseconds before timing out.")
 LIMIT = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T12:00:00 DUE TO TIME LIMIT ***"
-CANCEL = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T10:40:00 ***"
+CANCEL = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T{clock} ***"
 PREEMPTION = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2026-11-20T10:40:00 DUE TO PREEMPTION ***"
 
 
@@ -64,18 +65,20 @@ def verdicts(tmp_path_factory):
     #      first, 5 by the end (a GPU slowing down, with no error line).
     # 907: progress stopped at 09:50; a preemption at 10:40.
     # 908: progress up to 10:39; a preemption at 10:40.
+    # 909: the slowing reports of 906, and the user cancelled at 12:00.
     (logs / "slurm-900.out").write_text(progress("09:50") + LIMIT.format(job=900, node="m1") + "\n")
     (logs / "slurm-901.out").write_text(progress("09:50") + "".join(UNSTAMPED_TIMEOUT.format(r=r) + "\n" for r in range(4))
                                         + LIMIT.format(job=901, node="m3") + "\n")
     (logs / "slurm-902.out").write_text(progress("11:55") + LIMIT.format(job=902, node="m5") + "\n")
-    (logs / "slurm-903.out").write_text(progress("09:50") + CANCEL.format(job=903, node="m7") + "\n")
+    (logs / "slurm-903.out").write_text(progress("09:50") + CANCEL.format(job=903, node="m7", clock="10:40:00") + "\n")
     (logs / "slurm-904.out").write_text(progress("11:15", every_minutes=40) + LIMIT.format(job=904, node="m9") + "\n")
     (logs / "slurm-905.out").write_text(progress("09:50") + "".join(UNSTAMPED_TIMEOUT.format(r=r) + "\n" for r in range(4))
-                                        + CANCEL.format(job=905, node="m11") + "\n")
+                                        + CANCEL.format(job=905, node="m11", clock="10:40:00") + "\n")
     (logs / "slurm-906.out").write_text(slowing_progress() + LIMIT.format(job=906, node="m13") + "\n")
     (logs / "slurm-907.out").write_text(progress("09:50") + PREEMPTION.format(job=907, node="m15") + "\n")
     (logs / "slurm-908.out").write_text(progress("10:39") + PREEMPTION.format(job=908, node="m17") + "\n")
-    for i in range(1, 19):
+    (logs / "slurm-909.out").write_text(slowing_progress() + CANCEL.format(job=909, node="m19", clock="12:00:00") + "\n")
+    for i in range(1, 21):
         (logs / f"m{i}.log").write_text(syslog(f"m{i}", ("07:50:00", "kernel: ok"), ("12:10:00", "kernel: ok")))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
 
@@ -130,6 +133,13 @@ def test_a_time_limit_that_ended_a_job_slowing_down_says_nothing_of_why(verdicts
     the question, and nothing in the logs answers it."""
     v = verdicts["906"]
     assert (v["cause"], v["quality"], v["recommended_action"]) == ("scheduler.time_limit", "insufficient", "investigate")
+
+
+def test_a_cancellation_of_a_job_slowing_down_says_nothing_of_why(verdicts):
+    """Someone stopped a job whose steps had been taking longer and longer: why they did is
+    the question (a GPU slowing down prints no error), not a resubmission."""
+    v = verdicts["909"]
+    assert (v["cause"], v["quality"], v["recommended_action"]) == ("scheduler.cancelled", "insufficient", "investigate")
 
 
 def test_progress_reports_are_counted_at_landing_by_distinct_second():
