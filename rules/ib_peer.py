@@ -45,7 +45,9 @@ node names one end nothing maps and several nodes reported nothing, the end is o
 none of the reporters: one root on no node stands for the reports, which become
 ``context``, never ``definitive``. When two nodes only name each other, the end is the one
 whose port counted errors during the attempt (:data:`PORT_ERRORS`: symbol or receive errors
-rising) when the other's did not; otherwise nothing tells the ends apart: the reports stay
+rising), or whose HCA told NCCL of a change of its own (:data:`PORT_CHANGES`: its GID table
+changed, an address taken off its RoCE interface) within :data:`CHANGE_BEFORE` before the
+first report, when the other's did not; otherwise nothing tells the ends apart: the reports stay
 root candidates, both nodes are named, and the reports carry
 :data:`~engine.rules.python_rules.UNDECIDED_PARAM`, so the verdict is never ``definitive``.
 
@@ -60,6 +62,8 @@ Contract: :mod:`engine.rules.python_rules`.
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import polars as pl
 
@@ -88,6 +92,12 @@ cascades are its, and with no root before the end it is the verdict's, never
 PORT_ERRORS = "network.link_errors"
 """The cause of a port's error counters rising (``metrics.yaml``: symbol and receive errors,
 a bad cable or transceiver): what tells the broken end of two nodes that name each other."""
+PORT_CHANGES = ("network.gid_table_change",)
+"""Events of an HCA's own port changing under its connections (``fabric.yaml``'s NCCL async
+events): background alone, the broken end of two nodes that name each other when only one
+saw it just before they failed."""
+CHANGE_BEFORE = timedelta(minutes=2)
+"""How long before an attempt's first failing connection a port change can be what broke it."""
 SCATTERED_EVENT = "network.ib_errors_scattered"
 SCATTERED_NODES = 3
 """Reporting nodes from which failing connections that share no end are the fabric's."""
@@ -186,17 +196,28 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         .join(other_roots, on="attempt_id", how="anti")
     )
     silent = quiet.join(named_by_all, on="attempt_id", how="semi").select("attempt_id", pl.col("node").alias("_end"))
-    # Or, of two nodes that only name each other, the one whose port counted errors.
-    counted = events.filter(pl.col("cause") == PORT_ERRORS).select("attempt_id", "node").unique()
+    # Or, of two nodes that only name each other, the one whose port counted errors, or
+    # whose port changed just before the first report.
+    first_report = reports.group_by("attempt_id").agg(pl.col("ts").min().alias("_first"))
+    changed = (
+        events.filter(pl.col("event").is_in(PORT_CHANGES)).join(first_report, on="attempt_id")
+        .filter(pl.col("ts").is_between(pl.col("_first") - CHANGE_BEFORE, pl.col("_first")))
+        .select("attempt_id", "node", pl.lit(True).alias("_changed"))
+    )
+    counted = pl.concat([
+        events.filter(pl.col("cause") == PORT_ERRORS).select("attempt_id", "node", pl.lit(False).alias("_changed")),
+        changed,
+    ]).group_by("attempt_id", "node").agg(pl.col("_changed").all())
     mutual = (
         reporters.filter(pl.col("_reporters") == 2).join(shared, on="attempt_id", how="anti")
         .join(reporting, on="attempt_id")
         .join(counted, on=["attempt_id", "node"])
         .filter(pl.len().over("attempt_id") == 1)
-        .select("attempt_id", pl.col("node").alias("_end"))
+        .select("attempt_id", pl.col("node").alias("_end"), "_changed")
     )
     # Each attempt's end by the first of these ways that finds one (each finds one at most).
-    ends = pl.concat([by_address, inferred, mutual, silent]).unique("attempt_id", keep="first", maintain_order=True)
+    ends = pl.concat([by_address, inferred, mutual.drop("_changed"), silent]).unique(
+        "attempt_id", keep="first", maintain_order=True)
     # Two reporting nodes and nothing that tells their ends apart: the connections between
     # them broke at one end or the other. Both stay named, never definitively.
     undecided = (
@@ -207,6 +228,15 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         events,
         pl.col("event").is_in(EVENTS) & (pl.col("role") == "root_candidate") & pl.col("attempt_id").is_in(undecided.implode()),
         UNDECIDED_PARAM, "two nodes report failing connections and nothing tells which end broke",
+    )
+    # A port change only tells the end by its moment (a container's start changes the GID
+    # table too): the end it names is never definitive.
+    by_change = mutual.filter("_changed").select("attempt_id", pl.col("_end").alias("node"))
+    events = with_param(
+        events,
+        pl.col("event").is_in(EVENTS) & (pl.col("role") == "root_candidate")
+        & pl.struct("attempt_id", "node").is_in(by_change.to_struct().implode()),
+        UNDECIDED_PARAM, "of two nodes whose connections failed, the one whose port changed just before",
     )
     ordered = reports.sort("attempt_id", "ts", "event_id")
     # The node each named peer is, where the attempt tells.

@@ -239,24 +239,33 @@ def test_two_nodes_naming_each_other_half_a_minute_apart_are_both_suspects(verdi
 
 
 def test_of_two_nodes_naming_each_other_the_one_whose_port_counted_errors_is_the_end():
-    """The symbol errors n8's port counted (its node exporter's counter rising) break the tie;
-    with the counters of neither, or of both, the two stay suspects."""
+    """The symbol errors n8's port counted (its node exporter's counter rising) break the tie,
+    and so does its GID table changing a minute before the reports (NCCL's async event);
+    with the counters of neither, or of both, or a change long before, the two stay suspects."""
     att = attempts(*({"attempt_id": a, "job_id": a, "nodes": [f"{a}7", f"{a}8"], "n_nodes": 2}
-                     for a in ("one", "none", "both")))
+                     for a in ("one", "none", "both", "gid", "early")))
     report = {"rule_id": "fabric.nccl_ib_completion_error", "event": "network.ib_retry_exceeded",
               "domain": "network", "cause": "network.transport_retry_exceeded", "role": "root_candidate",
               "action": "check_fabric_port", "source": "app", "ts": at(10)}
     counter = {"rule_id": "metric.ib_symbol_errors", "event": "ib_symbol_errors", "domain": "network",
                "cause": "network.link_errors", "role": "context", "source": "metrics", "ts": at(9),
                "message": "node_infiniband_symbol_error_total increased"}
+    change = {"rule_id": "fabric.nccl_ib_async_event", "event": "network.gid_table_change", "domain": "network",
+              "cause": "network.gid_table_change", "role": "context", "source": "app",
+              "message": "NCCL WARN NET/IB : mlx5_3:1 Got async event : GID table change"}
     rows = []
-    for a, counted in (("one", ["one8"]), ("none", []), ("both", ["both7", "both8"])):
+    for a, counted in (("one", ["one8"]), ("none", []), ("both", ["both7", "both8"]), ("gid", []), ("early", [])):
         rows += [{**report, "attempt_id": a, "node": f"{a}7", "rank": 0, "params": f'{{"peer": "10.0.{a}.8"}}'},
                  {**report, "attempt_id": a, "node": f"{a}8", "rank": 8, "params": f'{{"peer": "10.0.{a}.7"}}'}]
         rows += [{**counter, "node": node} for node in counted]
+    rows += [{**change, "attempt_id": "gid", "node": "gid8", "rank": 8, "ts": at(9)},
+             {**change, "attempt_id": "early", "node": "early8", "rank": 8, "ts": at(2)}]
     verdicts, _ = attribute(att, events(*rows), full_coverage(att), load_rule_pack(), EngineConfig())
     culprits = dict(zip(verdicts["attempt_id"], verdicts["culprit_nodes"].to_list(), strict=True))
-    assert culprits == {"one": ["one8"], "none": ["none7", "none8"], "both": ["both7", "both8"]}
+    assert culprits == {"one": ["one8"], "none": ["none7", "none8"], "both": ["both7", "both8"], "gid": ["gid8"],
+                        "early": ["early7", "early8"]}
+    # The change tells the end by its moment only (a container's start changes the table too).
+    assert verdicts.filter(pl.col("attempt_id") == "gid")["quality"].item() == "probable"
 
 
 def test_a_shared_end_that_reported_nothing_itself_is_never_definitive():
