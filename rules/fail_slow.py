@@ -23,6 +23,9 @@ report is sustained by itself, and it becomes the root candidate of such an atte
 same way. The driver reports it once, as it probes the device at boot, often hours before
 the job and outside its window: the node's last such report is looked up among past events
 (``context.history``) too, unless the node booted again since, and copied into the attempt.
+Such a link held the job back from its first step; where a slowdown that began in the run
+lasted through it too (a port bouncing all run, a GPU throttled), that is what changed, and
+the narrow link stays ``context``.
 
 A port that went down and came back up again and again through the run (a failing cable or
 transceiver) slowed it the same way: each bounce was outlived (``network.link_down`` is then
@@ -194,6 +197,10 @@ def _promoted(events: pl.DataFrame) -> pl.DataFrame:
             | ((pl.col("_reports") >= MIN_REPORTS)
                & (pl.col("_span").dt.total_microseconds() >= MIN_SHARE * pl.col("_runtime").dt.total_microseconds()))
         )
+        # A link narrow since boot held the job back from its first step; a slowdown that
+        # began in the run and lasted through it is what changed: where the run has one,
+        # the narrow link stays context.
+        .filter(~pl.col("_narrow") | pl.col("_narrow").all().over("attempt_id"))
         .select("attempt_id", "node", "_gpu", "_link", pl.lit(True).alias("_sustained"))
     )
     if sustained.is_empty():

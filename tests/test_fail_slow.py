@@ -164,6 +164,21 @@ def test_a_port_that_bounced_all_run_is_a_timed_out_runs_probable_root(tmp_path)
     assert (v["culprit_nodes"], v["culprit_ports"]) == (["f2"], ["mlx5_5:1"])
 
 
+def test_a_port_that_bounced_all_run_outranks_another_nodes_link_narrow_since_boot(tmp_path):
+    """f1's adapter trained narrow at a boot before the job and the job ran with it from its
+    first step; f2's port then went down and up all run: what changed is the port."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "f1.log").write_text(syslog("f1", ("08:50:00", NARROW.format(driver="mlx5_core")), ("10:05:00", ALIVE),
+                                        ("13:55:00", ALIVE)))
+    bounces = tuple(line for h in range(10, 14) for line in ((f"{h}:30:00", PORT_DOWN), (f"{h}:30:09", PORT_UP)))
+    (logs / "f2.log").write_text(syslog("f2", ("10:05:00", ALIVE), *bounces, ("13:55:00", ALIVE)))
+    (logs / "slurm-712.out").write_text(progress("13:55", every_minutes=5, since="10:05") + TIME_LIMIT.format(job="712") + "\n")
+    v = verdicts_by_job(tmp_path, SACCT.format(job="712"), logs, date(2026, 11, 20))["712"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"], v["quality"]) == ("network", "network.link_down", ["f2"], "probable")
+    assert {e["role"] for e in v["evidence"] if e["event"] == "pcie_bandwidth_limited"} <= {"context"}
+
+
 def test_bounces_early_in_the_run_leave_the_time_limit(tmp_path):
     bounces = tuple(line for m in (20, 35, 50) for line in ((f"10:{m}:00", PORT_DOWN), (f"10:{m}:09", PORT_UP)))
     v = _verdict(tmp_path, "711", bounces, reports=progress("13:55", every_minutes=5, since="10:05"))
