@@ -401,6 +401,17 @@ def select_root_cause(
     # at once; the node's kernel stamped it later than the scheduler's end). Taken only
     # then, and never ``definitive``.
     late = pl.col("ts") > pl.col("end_ts") + skew
+    # A root the precedence rules made the end of a story its node began earlier (a disk
+    # disabled after its own command timeouts, their ``confirmation``) began with the first
+    # of those reports of its domain: it is dated from there (the latest moment each can
+    # have happened), to be ordered against the faults of other nodes.
+    began = (
+        events.lazy()
+        .filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+        .select("attempt_id", "node", "domain", pl.col("caused_by").alias("event_id"), "ts_hi")
+        .group_by("attempt_id", "node", "domain", "event_id").agg(pl.col("ts_hi").min().alias("_began"))
+    )
+    earliest = pl.min_horizontal(pl.col("ts"), pl.col("_began"))
     # Lazy: the candidates' few columns are gathered, never the wide rows (the log text).
     candidates = (
         events.lazy()
@@ -408,6 +419,9 @@ def select_root_cause(
         .select("_row", "attempt_id", "cluster", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank",
                 "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source", "source")
         .filter(~late | late.all().over("attempt_id"))
+        .join(began, on=["attempt_id", "node", "domain", "event_id"], how="left", maintain_order="left")
+        .with_columns(pl.min_horizontal(pl.col("ts_hi"), pl.col("_began")).alias("ts_hi"), earliest.alias("ts"))
+        .drop("_began")
         .with_columns(*origin_position(), onset().alias("_onset"))
         .sort(["attempt_id", "ts_hi", "ts", "_file", "_line", "node", "rule_id", "event_id"], nulls_last=True)
         .collect()

@@ -2,7 +2,8 @@
 verdict's cause (the disk failed: replace it), its earlier timeouts its confirmations; a
 timeout the driver recovered from stays the timeout; md failing a RAID member outranks the
 block layer's I/O errors that made it give up; a drive disabled after the hang began is the
-hang's root from its first timeout. Real lines (leptonai/gpud's kmsg matcher
+hang's root from its first timeout, and a rival of another node's fault between its first
+timeout and its disabling. Real lines (leptonai/gpud's kmsg matcher
 tests), landed through the Slurm connector and the files landing, attributed by a run."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import ITERATION, role_of, syslog, verdicts_by_job, watchdog_timeout
+from tests.end_to_end import ITERATION, XID_79, role_of, syslog, verdicts_by_job, watchdog_timeout
 
 TIMEOUT = "kernel: nvme nvme4: I/O tag 22 (2016) opcode 0x2 (Admin Cmd) QID 0 timeout, reset controller"
 DISABLED = "kernel: nvme nvme4: Disabling device after reset failure: -19"
@@ -28,6 +29,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 861|861|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q2|gres/gpu=8,node=1
 862|862|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q3|gres/gpu=8,node=1
 863|863|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q[4-5]|gres/gpu=4,node=2
+864|864|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q[6-7]|gres/gpu=16,node=2
 """
 
 
@@ -46,7 +48,11 @@ def verdicts(tmp_path_factory):
     # that began at 10:10:00; the driver disabled it at 10:13:00, after the hang began.
     (logs / "q5.log").write_text(syslog("q5", ("10:05:00", "kernel: ok"), ("10:10:00", TIMEOUT), ("10:13:00", DISABLED)))
     (logs / "slurm-863.out").write_text("".join(watchdog_timeout(r, "10:20:00") + "\n" for r in (0, 1)))
-    for job in ("860", "861", "862"):
+    # 864: q7's drive timed out at 10:20:00, half a second before q6's GPU fell off the bus,
+    # and was disabled thirty seconds later: two faults on two nodes at once.
+    (logs / "q6.log").write_text("2026-11-20T10:20:00.500000+00:00 q6 kernel: " + XID_79 + "\n")
+    (logs / "q7.log").write_text(syslog("q7", ("10:05:00", "kernel: ok"), ("10:20:00", TIMEOUT), ("10:20:30", DISABLED)))
+    for job in ("860", "861", "862", "864"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:19:00,000] {ITERATION}\n[2026-11-20 10:20:05,000] {EIO}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
@@ -75,3 +81,10 @@ def test_a_failed_raid_member_is_the_cause_its_io_errors_confirm(verdicts):
     v = verdicts["862"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_failure", ["q3"])
     assert role_of(v, "host.raid_disk_failure") == "root_candidate"
+
+
+def test_a_drive_that_began_failing_just_before_another_nodes_gpu_is_its_rival(verdicts):
+    """Disabled after the GPU fell off, but timing out since half a second before it: the
+    drive's story began first, and nothing orders two nodes' faults half a second apart."""
+    v = verdicts["864"]
+    assert v["quality"] == "ambiguous" and set(v["culprit_nodes"]) == {"q6", "q7"}
