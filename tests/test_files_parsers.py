@@ -330,14 +330,19 @@ def test_detectron2_stamps_without_a_year(tmp_path):
         "[07/21 10:31:18 d2.utils.events]:  eta: 0:02:03  iter: 1039  total_loss: 3.114  loss_cls: 0.8566",
         # https://github.com/facebookresearch/detectron2/issues/3023 (log file format)
         "[05/10 04:24:12] d2.utils.events INFO:  eta: 1:21:58  iter: 1959  total_loss: 0  time: 0.6119",
+        # An error line, the level before the stamp (a detectron2 console log in a public
+        # parsing_engine repository's notes: "ERROR [05/17 23:21:41 d2.engine.train_loop]: …").
+        "ERROR [05/17 23:21:41 d2.engine.train_loop]: Exception during training:",
     ]
     parsed = read_log_file(write(tmp_path / "train.log", ["3: " + line for line in lines]), year=2026, source="app")
     obs = parsed.observations
-    assert obs["ts"].to_list() == [datetime(2026, 7, 21, 10, 31, 18, tzinfo=UTC), datetime(2026, 5, 10, 4, 24, 12, tzinfo=UTC)]
-    assert obs["ts_source"].to_list() == ["line", "line"]
+    assert obs["ts"].to_list() == [datetime(2026, 7, 21, 10, 31, 18, tzinfo=UTC), datetime(2026, 5, 10, 4, 24, 12, tzinfo=UTC),
+                                   datetime(2026, 5, 17, 23, 21, 41, tzinfo=UTC)]
+    assert obs["ts_source"].to_list() == ["line", "line", "line"]
     assert obs["message"].to_list() == [
         " eta: 0:02:03  iter: 1039  total_loss: 3.114  loss_cls: 0.8566",  # one of detectron2's two spaces
         "d2.utils.events INFO:  eta: 1:21:58  iter: 1959  total_loss: 0  time: 0.6119",
+        "Exception during training:",
     ]
 
 

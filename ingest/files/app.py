@@ -27,7 +27,8 @@ Lines are free text behind optional prefixes, peeled off in this order:
    handler's ``[11/20/26 10:33:04]`` (its default ``[%x %X]``, two-digit year), abseil's
    ``E0000 00:00:1775556782.173781 2657 cuda_dnn.cc:8579]`` (seconds since the epoch,
    before its logging is set up: jaxlib, XLA), detectron2's
-   ``[07/21 10:31:18 d2.utils.events]:`` or vLLM's ``INFO 07-23 19:34:48 [file.py:289]``
+   ``[07/21 10:31:18 d2.utils.events]:`` (its console puts ``WARNING `` or ``ERROR `` before
+   the stamp of those levels' lines) or vLLM's ``INFO 07-23 19:34:48 [file.py:289]``
    (no year either), after any process tag Ray and vLLM print (``(VllmWorker rank=3
    pid=406) ``; a Ray worker's tag comes before even the torchrun prefix:
    ``(WorkerDict pid=78830, ip=10.20.0.33) [rank9]:[E1123 …]``; Ray's node daemon's is
@@ -81,7 +82,7 @@ STAMP = (
     r"|(?:\[[A-Za-z][\w.|:-]*\] |\[NeMo [DIWEC] )?\[?(?P<iso>[0-9]{4}-[0-9]{2}-[0-9]{2}[T _][0-9]{2}:[0-9]{2}:[0-9]{2}(?:[.,][0-9]{1,9})?(?:Z|[+-][0-9]{2}:?[0-9]{2})?)(?: [A-Za-z_][\w.]*:[0-9]+\]| >>| [DIWEF] [0-9]+ [0-9]+\])?\]?:?"
     r"|(?P<usdate>[0-9]{2}/[0-9]{2}/[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}) -"
     r"|\[(?P<richdate>[0-9]{2}/[0-9]{2}/[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2})\]"
-    r"|\[(?P<dmon>[0-9]{2})/(?P<dday>[0-9]{2}) (?P<dtime>[0-9]{2}:[0-9]{2}:[0-9]{2})(?: [\w.]+)?\]:?"
+    r"|(?:(?:WARNING|ERROR) )?\[(?P<dmon>[0-9]{2})/(?P<dday>[0-9]{2}) (?P<dtime>[0-9]{2}:[0-9]{2}:[0-9]{2})(?: [\w.]+)?\]:?"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<vmon>[0-9]{2})-(?P<vday>[0-9]{2}) (?P<vtime>[0-9]{2}:[0-9]{2}:[0-9]{2})"
     r" \[?[^\s\]]+:[0-9]+\]"
     r") ?"
