@@ -440,6 +440,7 @@ def select_root_cause(
         pl.col("cluster").alias("root_cluster"),
         late.alias("root_late"),
         param(UNDECIDED_PARAM).is_not_null().alias("root_undecided"),
+        param(RIVAL_PARAM).alias("root_rival"),
         (pl.col("source") == "app").alias("root_printed_by_job"),
     )
     # A hardware fault on a workload root's node stamped after the attempt ended (within its
@@ -496,9 +497,12 @@ def select_root_cause(
     below_root = (pl.col("_line") > pl.col("_reported_line")).fill_null(False)
     spans_root = other_node & ~below_root & (pl.col("ts") <= pl.col("root_ts")) & (pl.col("ts_hi") > pl.col("root_ts"))
     # A candidate a rule found competing with the faults beside it (RIVAL_PARAM) whose span,
-    # widened by the skew, holds the root's moment, on the root's node too.
-    marked = param(RIVAL_PARAM).is_not_null() & (pl.col("ts") - skew <= pl.col("root_ts_hi")) \
-        & (pl.col("ts_hi") + skew >= pl.col("root_ts"))
+    # widened by the skew, holds the root's moment, on the root's node too; or whatever its
+    # moment, when the rule paired it with the root itself, for the same reason (a row the
+    # GPU marked for remapping and the NaN a rank found seconds later).
+    marked = param(RIVAL_PARAM).is_not_null() & (
+        ((pl.col("ts") - skew <= pl.col("root_ts_hi")) & (pl.col("ts_hi") + skew >= pl.col("root_ts")))
+        | (param(RIVAL_PARAM) == pl.col("root_rival")).fill_null(False))
     rivals = paired.filter(close | spans_root | under_way | marked)
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})

@@ -45,9 +45,10 @@ def verdicts(tmp_path_factory):
     (logs / "m1.log").write_text(syslog("m1", ("10:00:00", "kernel: ok")))
     (logs / "m2.log").write_text(syslog("m2", ("10:20:18", f"kernel: {XID_48}")))
     (logs / "slurm-900.out").write_text(_step("10:20:13") + NAN_LOSS + "\n" + TORCHRUN_SIGTERM.format(task=0, clock="10:20:40"))
-    # 901: m3's GPU marked a row for remapping two seconds before its rank found a NaN in
-    # its gradients. 902: the same marking twenty minutes before. 903: on the job's other node.
-    (logs / "m3.log").write_text(syslog("m3", ("10:20:11", f"kernel: {XID_63}")))
+    # 901: m3's GPU marked a row for remapping half a minute before its rank found a NaN in
+    # its gradients (one step of a large model). 902: the same marking twenty minutes
+    # before. 903: on the job's other node, two seconds before.
+    (logs / "m3.log").write_text(syslog("m3", ("10:19:43", f"kernel: {XID_63}")))
     (logs / "m4.log").write_text(syslog("m4", ("10:00:13", f"kernel: {XID_63}")))
     (logs / "m5.log").write_text(syslog("m5", ("10:00:00", "kernel: ok")))
     (logs / "m6.log").write_text(syslog("m6", ("10:20:11", f"kernel: {XID_63}")))

@@ -255,9 +255,11 @@ beside the silent ranks ties to the hang (:func:`engine.relabel.demote_roots_aft
 RIVAL_PARAM = "rival"
 """The param a rule sets (:func:`with_param`, to why) on root candidates it found competing
 with each other whatever their nodes (a rank's program error and the job's own GPU failing
-at its moment, ``program_error.py``): one whose span, widened by the clock skew, holds the
-root's moment is listed among the verdict's alternatives, also on the root's own node,
-where an unstamped line would otherwise count as the root's local consequence
+at its moment, ``program_error.py``; a row the GPU marked for remapping and the NaN a rank
+on its node found within a minute, ``memory_nan.py``): one whose span, widened by the clock
+skew, holds the root's moment, or that carries the root's own reason (the rule paired the
+two), is listed among the verdict's alternatives, also on the root's own node, where an
+unstamped line would otherwise count as the root's local consequence
 (:func:`engine.decide.select_root_cause`)."""
 
 
