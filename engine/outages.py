@@ -46,12 +46,18 @@ def outage_of() -> pl.Expr:
     return pl.when(pl.col("event").is_in([NFS_DOWN_EVENT, NFS_UP_EVENT])).then(param("server")).otherwise(pl.col("port"))
 
 
+def last_seen() -> pl.Expr:
+    """The last stamp of an event the flood dedupe folded repeats into (its ``last_ts``), or
+    its own: a port that bounced five times is one link-down from the first to the last."""
+    return pl.coalesce("last_ts", "ts")
+
+
 def recoveries(events: pl.DataFrame) -> pl.DataFrame:
     """Every recovery of the same attempt, node and outage (:func:`outage`) as
-    ``_outage``, ``_up_port`` (:func:`outage_of`) and its stamp ``_up``: what closes the
-    outages of ``events``."""
+    ``_outage``, ``_up_port`` (:func:`outage_of`) and the stamp ``_up`` of its last repeat
+    (:func:`last_seen`): what closes the outages of ``events``."""
     return events.filter(outage(down=False).is_not_null()).select(
-        "attempt_id", "node", outage_of().alias("_up_port"), outage(down=False), pl.col("ts").alias("_up")
+        "attempt_id", "node", outage_of().alias("_up_port"), outage(down=False), last_seen().alias("_up")
     )
 
 
@@ -59,14 +65,17 @@ def closed(downs: pl.DataFrame, ups: pl.DataFrame) -> pl.DataFrame:
     """``downs`` (outage events with ``_row`` and ``_outage``) each paired with every
     recovery of ``ups`` (:func:`recoveries`) that closes it: of its node and kind, of its
     port or server (an outage that names none, NCCL's ``port error`` of older releases, a
-    netdev's transmit timeout, is closed by any of its kind on its node), at or after it.
-    Columns ``_row``, ``attempt_id``, ``node``, ``port``, ``_outage``, ``event_id``,
-    ``ts`` and ``_up``."""
+    netdev's transmit timeout, is closed by any of its kind on its node), at or after its last
+    repeat (:func:`last_seen`: a port whose last word was down stayed down, however often it
+    came back before). Columns ``_row``, ``attempt_id``, ``node``, ``port``, ``_outage``,
+    ``event_id``, ``ts`` and ``_up``."""
     return (
-        downs.select("_row", "attempt_id", "node", outage_of().alias("port"), "_outage", "event_id", "ts")
+        downs.select("_row", "attempt_id", "node", outage_of().alias("port"), "_outage", "event_id", "ts",
+                     last_seen().alias("_down_last"))
         .join(ups, on=["attempt_id", "node", "_outage"], how="inner", nulls_equal=True)
-        .filter((pl.col("port").is_null() | pl.col("port").eq_missing(pl.col("_up_port"))) & (pl.col("_up") >= pl.col("ts")))
-        .drop("_up_port")
+        .filter((pl.col("port").is_null() | pl.col("port").eq_missing(pl.col("_up_port")))
+                & (pl.col("_up") >= pl.col("_down_last")))
+        .drop("_up_port", "_down_last")
     )
 
 
