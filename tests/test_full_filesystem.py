@@ -103,3 +103,25 @@ def test_cloud_object_stores_that_failed_or_throttled_are_storage_and_name_no_no
     assert (v["635"]["domain"], v["635"]["cause"], v["635"]["culprit_nodes"]) == (
         "storage", "storage.object_store_unavailable", [])
     assert (v["636"]["domain"], v["636"]["cause"]) == ("workload", "workload.cuda_oom")
+
+
+# https://github.com/TUVIMEN/stackexchange-scraper (the kernel's warning when a directory's
+# hashed index cannot grow: every create in it fails with ENOSPC)
+INDEX_FULL = ("kernel: EXT4-fs warning (device nvme0n1p1): ext4_dx_add_entry:2516: Directory (ino: 89391105) index "
+              "full, reach max htree level :2")
+
+INDEX = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+636|636|prep|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|f[1-2]|gres/gpu=16,node=2
+"""
+
+
+def test_a_bare_enospc_beside_the_nodes_own_full_directory_index_names_that_node(tmp_path):
+    """The OSError names no path, so alone it names no node (the path may be a shared
+    scratch); f2's kernel said a directory of its own disk could take no more entries."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "f1.log").write_text(syslog("f1", ("10:05:00", ALIVE), ("10:25:00", ALIVE)))
+    (logs / "f2.log").write_text(syslog("f2", ("10:05:00", ALIVE), ("10:19:40", INDEX_FULL), ("10:25:00", ALIVE)))
+    (logs / "slurm-636.out").write_text(f"0: [2026-11-20 10:19:00,000] {ITERATION}\n1: [2026-11-20 10:20:00,000] {ENOSPC}\n")
+    v = verdicts_by_job(tmp_path, INDEX, logs, date(2026, 11, 20))["636"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_full", ["f2"])
