@@ -31,6 +31,7 @@ BAD_RULES = {
     "empty.yaml": (1, "", "file is empty"),
     "expect_unknown_field.yaml": (18, "tests.hit.0.expect.code", "expects field 'code', which the rule never yields"),
     "group_shadows_column.yaml": (7, "regex", "named group 'count' has the name of an event column"),
+    "key_in_wrong_place.yaml": (8, "prefer.window", "key 'window' does not belong here"),
     "map_key_not_group.yaml": (15, "map.key", "map.key 'code' is not a named group of the regex (groups: gpu, xid)"),
     "map_key_list_not_group.yaml": (15, "map.key", "map.key 'code' is not a named group of the regex (groups: gpu, xid)"),
     "map_table_bad_domain.yaml": (19, "map.table.48.domain", "unknown domain 'gpu_mem' — did you mean 'gpu_memory'?"),

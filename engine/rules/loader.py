@@ -275,6 +275,8 @@ def _message(error: dict) -> str:
     kind, loc, value = error["type"], error["loc"], error.get("input")
     name = next((str(p) for p in reversed(loc) if isinstance(p, str) and p != "[key]"), "")
     if kind == "extra_forbidden":
+        if name in _KNOWN_KEYS:
+            return f"key '{name}' does not belong here — remove it, or move it to the part of the rule that takes it"
         hint = _suggest(name, _KNOWN_KEYS) or " — remove it"
         return f"unknown key '{name}'{hint}"
     if kind == "missing":
