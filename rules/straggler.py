@@ -23,7 +23,12 @@ DataLoader for the next batch says what the one silent rank was doing instead: t
 becomes the root candidate (``workload``, never ``definitive``), whichever the rank. Such
 a stack only counts for one silent rank: its node's other ranks were in the collective,
 so the process stuck elsewhere was the silent one (a stack naming another rank does not
-count); a whole node gone silent is more likely the node's own trouble.
+count); a whole node gone silent is more likely the node's own trouble. So does a stack of
+that one silent rank (Python's faulthandler dump, a traceback: :data:`FRAME_EVENT`) printed
+after the collective began none of whose frames is in PyTorch's own code (save its data
+loading: :data:`WAITING_FRAME`): the rank was not in a collective, nor waiting on its GPU,
+but in the job's own code (a deadlock in its metrics writer, a loop waiting for a file), so
+its straggler event becomes a ``workload`` root candidate, as a silent rank 0's is.
 
 A shared filesystem that stalled under the silent rank (a checkpoint or dataset read that
 hung in the kernel) is reported by its clients: when the silent node and at least one other
@@ -83,7 +88,7 @@ import polars as pl
 from engine.config import NODE_LOG_SOURCES
 from engine.rules.python_rules import (
     BOOT_EVENT, COLLECTIVE_TIMEOUT_EVENT, SLOWDOWN_CAUSES, at_rows, new_events, node_down_events, rebooted,
-    rooted_attempts, with_role,
+    rooted_attempts, with_role, with_values,
 )
 from ingest.schema import processes_per_node
 
@@ -107,6 +112,14 @@ HUNG_EVENT = "host.hung_task"
 """The event of the kernel's report of a task blocked for minutes (``host.yaml``)."""
 DATA_WAIT_EVENT = "workload.data_loader_wait"
 """The event of a stack inside the DataLoader's fetch of the next batch (``cuda_framework.yaml``)."""
+FRAME_EVENT = "workload.traceback_frame"
+"""The event of a Python stack frame (``File "…", line N[,] in f``: a traceback's, or
+faulthandler's dump of every thread; ``cuda_framework.yaml``), its path in ``file``."""
+WAITING_FRAME = (pl.col("_file").str.contains(r"(?:^|/)torch/")
+                 & ~pl.col("_file").str.contains(r"(?:^|/)torch/utils/data/")).fill_null(False)
+"""A frame (its path, ``_file``) in PyTorch's own code other than its data loading
+(``torch/utils/data``, which :data:`DATA_WAIT_EVENT` reads): a rank there was in a
+collective, a CUDA call or waiting on its GPU, not in the job's own code."""
 WAIT_REPORTS = (
     (pl.col("cause").is_in([STALL_CAUSE, *SLOWDOWN_CAUSES])
      & (pl.col("role") == "context"))
@@ -210,6 +223,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         pl.concat([events, added]),
         first.filter(pl.col("_alone")).select("attempt_id", "_node", "_rank", began.alias("_began")),
     )
+    events = _own_work_as_root(events, first.filter(pl.col("_alone") & (pl.col("_rank") != 0))
+                               .select("attempt_id", "_node", "_rank", began.alias("_began")))
     # A rank whose stack shows it waiting for its next batch was not slowed by heat: a
     # throttled CPU or GPU crawls, it does not leave a DataLoader empty for the watchdog's
     # whole timeout.
@@ -363,6 +378,31 @@ def _data_waits_as_roots(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFr
     explained = (pl.col("rule_id") == RULE_ID) & pl.col("attempt_id").is_in(waits["attempt_id"].implode())
     return with_role(with_role(events, at_rows(events, waits["_row"]), "root_candidate"),
                      explained & (pl.col("role") == "root_candidate"), "context")
+
+
+def _own_work_as_root(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the straggler event of each attempt of ``alone`` (per attempt: its one
+    silent rank, not rank 0, its node and when the collective began) made a ``workload``
+    root candidate where that rank printed a stack at or after the collective began (by
+    ``ts_hi``) none of whose frames is in PyTorch's own code (:data:`WAITING_FRAME`), and
+    no DataLoader wait already explains the attempt."""
+    frames = (
+        events.filter((pl.col("event") == FRAME_EVENT) & pl.col("rank").is_not_null())
+        .select("attempt_id", "node", "rank", "ts_hi", pl.col("params").str.json_path_match("$.file").alias("_file"))
+        .join(alone.rename({"_node": "node", "_rank": "rank"}), on=["attempt_id", "node", "rank"])
+        .filter(pl.col("ts_hi") >= pl.col("_began"))
+    )
+    if frames.is_empty():
+        return events
+    explained = events.filter((pl.col("event") == DATA_WAIT_EVENT) & (pl.col("role") == "root_candidate"))
+    busy = (
+        frames.group_by("attempt_id").agg(WAITING_FRAME.any().alias("_waiting"))
+        .filter(~pl.col("_waiting"))
+        .join(explained, on="attempt_id", how="anti")["attempt_id"]
+    )
+    straggler = (pl.col("rule_id") == RULE_ID) & pl.col("attempt_id").is_in(busy.implode())
+    return with_values(events, straggler, role="root_candidate", domain="workload", cause="workload.straggler_rank",
+                       action="fix_workload")
 
 
 def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame, data_waits: pl.Series | None = None) -> pl.DataFrame:

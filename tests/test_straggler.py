@@ -59,6 +59,9 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 639|639|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[90-91]|gres/gpu=4,node=2
 640|640|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[92-93]|gres/gpu=4,node=2
 641|641|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[94-95]|gres/gpu=4,node=2
+642|642|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[96-97]|gres/gpu=4,node=2
+643|643|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[98-99]|gres/gpu=4,node=2
+644|644|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[100-101]|gres/gpu=4,node=2
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -92,6 +95,26 @@ TRACEBACK = (
     "    data = self._next_data()",
     '  File "/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py", line 1329, in _next_data',
     "    idx, data = self._get_data()",
+)
+# Python's faulthandler dump of every thread (dump_traceback_later), in the form of
+# pytorch/pytorch#54818 and huggingface/transformers#5887: a rank whose main thread waits in
+# its own metrics writer for a queue its writer thread cannot drain, and one waiting in a
+# collective.
+OWN_CODE_DUMP = (
+    "Timeout (0:20:00)!", "Thread 0x00007f3c2a7fc700 (most recent call first):",
+    '  File "/usr/lib/python3.10/threading.py", line 320 in wait',
+    '  File "/usr/lib/python3.10/queue.py", line 140 in put',
+    '  File "/workspace/t5ft/metrics/async_writer.py", line 61 in _drain',
+    '  File "/usr/lib/python3.10/threading.py", line 953 in run', "",
+    "Current thread 0x00007f3d5c3f1740 (most recent call first):",
+    '  File "/workspace/t5ft/metrics/async_writer.py", line 88 in flush',
+    '  File "/workspace/train.py", line 402 in train_step',
+    '  File "/workspace/train.py", line 530 in <module>',
+)
+COLLECTIVE_DUMP = (
+    "Timeout (0:20:00)!", "Current thread 0x00007ff406132180 (most recent call first):",
+    '  File "/opt/conda/lib/python3.10/site-packages/torch/distributed/distributed_c10d.py", line 2477 in barrier',
+    '  File "/workspace/train.py", line 402 in train_step',
 )
 OLD_TIMEOUT = ("{r}: [E ProcessGroupNCCL.cpp:737] [Rank {r}] Watchdog caught collective operation timeout: "
                "WorkNCCL(SeqNum=3, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600099 milliseconds before timing out.")
@@ -259,13 +282,20 @@ def verdicts(tmp_path_factory):
                                         + dump(0, ("[rank0]:" + line for line in TRACEBACK)))
     (logs / "slurm-626.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3))
                                         + dump(0, PY_SPY_DUMP))
+    # 642: rank 3 (n97's second task) never joined; its faulthandler dump, printed after the
+    # collective began, shows it in the job's own code. 643: its dump shows it in a
+    # collective. 644: the own-code dump is rank 2's, which timed out like the others.
+    for job, task, lines in (("642", 3, OWN_CODE_DUMP), ("643", 3, COLLECTIVE_DUMP), ("644", 2, OWN_CODE_DUMP)):
+        (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1, 2))
+                                            + f"{task}: [2026-11-20 10:30:30,000] step 9\n" + dump(task, lines))
     # 627: rank 0 silent while both nodes' Lustre clients timed out on the metadata target
     # (rank 0 writing a checkpoint on a stalled filesystem); 628: only the silent node's did.
     for job, nodes in (("627", ("n61", "n62")), ("628", ("n63",))):
         (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (1, 2, 3)))
         for node in nodes:
             (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), ("10:31:30", SLOW_REPLY)))
-    for node in ("n43", "n45", "n47", "n49", *(f"n{i}" for i in range(51, 61)), "n64", "n65", "n66", "n67"):
+    for node in ("n43", "n45", "n47", "n49", *(f"n{i}" for i in range(51, 61)), "n64", "n65", "n66", "n67",
+                 *(f"n{i}" for i in range(96, 102))):
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok")))
     (logs / "n59.log").write_text(syslog("n59", ("10:29:00", "kernel: ok"), ("10:33:00", THROTTLED)))
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20), year=2026)
@@ -507,6 +537,20 @@ def test_a_data_loader_stack_not_of_the_silent_rank_explains_nothing(verdicts):
         assert role_of(v, "framework.stack_in_data_loader") == "context", job
     waits = [(e["rank"], e["role"]) for e in verdicts["625"]["evidence"] if e["rule_id"] == "framework.stack_in_data_loader"]
     assert sorted(waits) == [(0, "root_candidate"), (2, "context")]
+
+
+def test_the_silent_ranks_stack_in_its_own_code_is_the_root(verdicts):
+    """The one rank the others waited for was in none of PyTorch's code, but in the job's
+    own (its metrics writer deadlocked): the job's straggler, no node to take out."""
+    v = verdicts["642"]
+    assert (v["domain"], v["cause"], v["quality"]) == ("workload", "workload.straggler_rank", "probable")
+    assert (v["culprit_nodes"], v["culprit_ranks"]) == ([], [3])
+
+
+def test_a_silent_rank_in_a_collective_or_another_ranks_own_code_explains_nothing(verdicts):
+    for job in ("643", "644"):
+        v = verdicts[job]
+        assert (v["cause"], v["quality"]) == ("unknown.symptoms_only", "insufficient"), job
 
 
 def test_the_monitored_barrier_names_the_rank_that_never_came(verdicts):
