@@ -372,6 +372,22 @@ def onset() -> pl.Expr:
     return pl.col("ts") - pl.duration(seconds=stuck)
 
 
+STORY_KEY = ["attempt_id", "node", "domain", "event_id"]
+"""How a root candidate meets the confirmations of its node and domain linked to it
+(:func:`story_began`)."""
+
+
+def story_began(events: pl.LazyFrame, moment: pl.Expr) -> pl.LazyFrame:
+    """Per root candidate the precedence rules made the end of a story its node began
+    earlier (a local disk disabled after its own command timeouts, their ``confirmation``,
+    of its domain: :data:`STORY_KEY`), ``_began``: the earliest ``moment`` of those reports."""
+    return (
+        events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
+        .select("attempt_id", "node", "domain", pl.col("caused_by").alias("event_id"), moment.alias("_began"))
+        .group_by(STORY_KEY).agg(pl.col("_began").min())
+    )
+
+
 def select_root_cause(
     events: pl.DataFrame, config: EngineConfig, naming: pl.DataFrame | None = None,
     idle: pl.DataFrame | None = None,
@@ -401,16 +417,10 @@ def select_root_cause(
     # at once; the node's kernel stamped it later than the scheduler's end). Taken only
     # then, and never ``definitive``.
     late = pl.col("ts") > pl.col("end_ts") + skew
-    # A root the precedence rules made the end of a story its node began earlier (a disk
-    # disabled after its own command timeouts, their ``confirmation``) began with the first
-    # of those reports of its domain: it is dated from there (the latest moment each can
-    # have happened), to be ordered against the faults of other nodes.
-    began = (
-        events.lazy()
-        .filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
-        .select("attempt_id", "node", "domain", pl.col("caused_by").alias("event_id"), "ts_hi")
-        .group_by("attempt_id", "node", "domain", "event_id").agg(pl.col("ts_hi").min().alias("_began"))
-    )
+    # A root the precedence rules made the end of a story its node began earlier is dated
+    # from the first report of that story (the latest moment each can have happened), to be
+    # ordered against the faults of other nodes.
+    began = story_began(events.lazy(), pl.col("ts_hi"))
     earliest = pl.min_horizontal(pl.col("ts"), pl.col("_began"))
     # Lazy: the candidates' few columns are gathered, never the wide rows (the log text).
     candidates = (
@@ -419,7 +429,7 @@ def select_root_cause(
         .select("_row", "attempt_id", "cluster", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank",
                 "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source", "source")
         .filter(~late | late.all().over("attempt_id"))
-        .join(began, on=["attempt_id", "node", "domain", "event_id"], how="left", maintain_order="left")
+        .join(began, on=STORY_KEY, how="left", maintain_order="left")
         .with_columns(pl.min_horizontal(pl.col("ts_hi"), pl.col("_began")).alias("ts_hi"), earliest.alias("ts"))
         .drop("_began")
         .with_columns(*origin_position(), onset().alias("_onset"))

@@ -16,7 +16,7 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
-from engine.decide import INFRASTRUCTURE, LATE_ENDS, onset, outage_rivals, reports_timeout
+from engine.decide import INFRASTRUCTURE, LATE_ENDS, STORY_KEY, onset, outage_rivals, reports_timeout, story_began
 from engine.outages import closed, confirmed, outage, recoveries
 from engine.rules.model import PrecedenceRule, Selector, SuppressRule, parse_duration
 from engine.rules.python_rules import UNDECIDED_PARAM, with_param, with_role
@@ -387,15 +387,11 @@ def demote_roots_after_the_hang(events: pl.DataFrame) -> pl.DataFrame:
         & (pl.col("_reported").fill_null(0) < pl.col("_most"))
     # A root the precedence rules made the end of a story its node began earlier (a disk
     # disabled after its own timeouts) began with the earliest of those reports of its domain.
-    began = (
-        events.filter((pl.col("role") == "confirmation") & pl.col("caused_by").is_not_null())
-        .select("attempt_id", "node", "domain", pl.col("caused_by").alias("event_id"), onset().alias("_linked"))
-        .group_by("attempt_id", "node", "domain", "event_id").agg(pl.col("_linked").min())
-    )
+    began = story_began(events.lazy(), onset()).collect()
     marks = (
         events.select("attempt_id", "node", "domain", "cause", "event_id", onset().alias("_onset"), candidate=candidate)
-        .join(began, on=["attempt_id", "node", "domain", "event_id"], how="left", maintain_order="left")
-        .with_columns(pl.min_horizontal("_onset", "_linked").alias("_onset"))
+        .join(began, on=STORY_KEY, how="left", maintain_order="left")
+        .with_columns(pl.min_horizontal("_onset", "_began").alias("_onset"))
         .join(hung, on="attempt_id", how="left", maintain_order="left")
         .join(reporting, on=["attempt_id", "node"], how="left", maintain_order="left")
         .join(most, on="attempt_id", how="left", maintain_order="left")
