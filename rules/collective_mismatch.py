@@ -14,7 +14,9 @@ fault of a node makes ranks call different operations: the workload is the root,
 Only attempts left without any root candidate get this event, and only when every timeout
 report names one sequence number: several process groups (tensor and data parallel), each
 numbering its own collectives, give several, and ranks of different groups may well be in
-different operations. Contract: :mod:`engine.rules.python_rules`.
+different operations. Point-to-point operations (:data:`POINT_TO_POINT`: a pipeline stage's
+``SEND`` and the next stage's ``RECV`` of it) are the two ends of one transfer, one
+operation here. Contract: :mod:`engine.rules.python_rules`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ import polars as pl
 from engine.rules.python_rules import COLLECTIVE_TIMEOUT_EVENT, new_events, param, rooted_attempts
 
 RULE_ID = "collective_mismatch"
+POINT_TO_POINT = ("SEND", "RECV", "RECVANYSOURCE")
+"""PyTorch's point-to-point operation types (c10d's ``OpType``): a rank sending and its peer
+receiving are one transfer, not ranks in different collectives."""
 CAUSES = (("workload.collective_mismatch", "workload", "root_candidate", "collective_mismatch"),)
 
 
@@ -41,10 +46,11 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     reports = reports.with_columns(param("seqnum").alias("_seqnum"), param("optype").alias("_optype"),
                                    ranks.alias("_ranks"))
     per_op = reports.group_by("attempt_id", "_optype").agg(pl.col("_ranks").sum())
+    transfer = pl.col("_optype").is_in(POINT_TO_POINT)
     ops = per_op.sort("_optype").group_by("attempt_id").agg(
         pl.concat_str([pl.col("_optype"), pl.lit(" ("), pl.col("_ranks").cast(pl.String), pl.lit(" ranks)")])
         .str.join(", ").alias("_ops"),
-        pl.len().alias("_n_ops"),
+        (pl.col("_optype").filter(~transfer).n_unique() + transfer.any().cast(pl.UInt32)).alias("_n_ops"),
     )
     mismatched = (
         reports.group_by("attempt_id").agg(

@@ -2,7 +2,8 @@
 collective sequence number but not in one operation, the ranks' code took different paths
 (a workload root, no node to take out); one operation, or several sequence numbers (ranks
 of several process groups), say nothing of the kind, and a fault line outranks the
-inference. Real lines, landed through the Slurm connector and the files landing."""
+inference; a send and the receive of it are one transfer, not two operations. Real lines,
+landed through the Slurm connector and the files landing."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 951|951|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|p[3-4]|gres/gpu=8,node=2
 952|952|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|p[5-6]|gres/gpu=8,node=2
 953|953|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|p[7-8]|gres/gpu=8,node=2
+954|954|serve|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|p[9-10]|gres/gpu=8,node=2
 """
 
 
@@ -42,7 +44,10 @@ def verdicts(tmp_path_factory):
     (logs / "slurm-952.out").write_text("".join(
         timeout(r, 1142, "ALLREDUCE") if r < 4 else timeout(r, 388, "ALLGATHER") for r in range(8)))
     (logs / "slurm-953.out").write_text("".join(timeout(r, 1142, "ALLREDUCE" if r < 4 else "ALLGATHER") for r in range(8)))
-    for i in range(1, 9):
+    # 954: two pipeline stages, p9's ranks sending to p10's, which wait to receive, at the
+    # same number: one transfer seen from both ends.
+    (logs / "slurm-954.out").write_text("".join(timeout(r, 2210931, "SEND" if r < 4 else "RECV") for r in range(8)))
+    for i in range(1, 11):
         lines = [("09:55:00", "kernel: ok"), ("10:45:00", "kernel: ok")]
         if i == 8:
             lines.insert(1, ("10:29:00", f"kernel: {XID_79}"))
@@ -61,7 +66,8 @@ def test_ranks_in_different_collectives_at_one_number_diverged(verdicts):
 
 
 def test_one_operation_or_several_numbers_say_nothing_of_a_mismatch(verdicts):
-    for job in ("951", "952"):
+    """Nor do a pipeline stage's sends and the next stage's receives of them."""
+    for job in ("951", "952", "954"):
         assert verdicts[job]["cause"] == "unknown.symptoms_only", job
         assert not any(e["rule_id"] == "collective_mismatch" for e in verdicts[job]["evidence"]), job
 
