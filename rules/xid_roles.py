@@ -24,9 +24,9 @@ XID 13/31/43 stamped before an attempt started belong to the job the GPU ran bef
 ``earlier_job.py`` makes them ``context`` for this attempt, after this rule.
 
 Contract: :mod:`engine.rules.python_rules`. A node event is attached to every attempt that ran
-on the node, so one XID can appear under two concurrent jobs. Jobs therefore count only when
-their first XID on the GPU happened at different times: one event copied to two jobs is not
-a repeat. A job is its ``attempt_id`` without the trailing attempt number
+on the node, so one XID can appear under two concurrent or consecutive jobs, each copy dated
+by its own attempt's view of the node's clock. Jobs therefore count only by different lines
+(the event's ``origin``): one line copied to two jobs is not a repeat. A job is its ``attempt_id`` without the trailing attempt number
 (``slurm/<cluster>/<jobid>/<n>`` → ``slurm/<cluster>/<jobid>``): requeues of one job are one
 job, and history rows (which carry no ``job_id``) are keyed the same way.
 """
@@ -62,7 +62,7 @@ MONITOR_PROCESSES = ("nvidia-smi", "nv-hostengine", "dcgmi", "dcgm-exporter")
 process name): not the job's."""
 
 GPU_KEY = ("cluster", "node", "gpu")
-_NEEDED = (*GPU_KEY, "attempt_id", "event", "ts")
+_NEEDED = (*GPU_KEY, "attempt_id", "event", "ts", "origin")
 
 
 def _job_key() -> pl.Expr:
@@ -70,32 +70,33 @@ def _job_key() -> pl.Expr:
 
 
 def _repeatable(frame: pl.LazyFrame) -> pl.LazyFrame:
-    """(GPU, job, first XID time) of the repeatable XIDs in ``frame``."""
+    """(GPU, job, line) of the repeatable XIDs in ``frame``: a line is its ``origin`` (its
+    stamp where it has none)."""
     return (
         frame.filter(
             pl.col("event").is_in(REPEATABLE_EVENTS)
             & pl.col("gpu").is_not_null()
             & pl.col("attempt_id").is_not_null()
         )
-        .select(*GPU_KEY, _job_key().alias("job"), pl.col("ts"))
-        .group_by(*GPU_KEY, "job")
-        .agg(pl.col("ts").min().alias("first_ts"))
+        .select(*GPU_KEY, _job_key().alias("job"), pl.coalesce("origin", pl.col("ts").cast(pl.String)).alias("_line"))
+        .unique()
     )
 
 
 def repeat_offender_gpus(events: pl.DataFrame, history: pl.LazyFrame) -> pl.DataFrame:
-    """GPUs (cluster, node, gpu) with repeatable XIDs in at least :data:`MIN_JOBS` jobs."""
+    """GPUs (cluster, node, gpu) with repeatable XIDs in at least :data:`MIN_JOBS` jobs, each
+    line counted for one job only (the first, by its id)."""
     parts = [_repeatable(events.lazy())]
     if set(_NEEDED) <= set(history.collect_schema().names()):
         parts.append(_repeatable(history.select(_NEEDED).cast(events.select(_NEEDED).schema)))
-    per_job = (
+    per_line = (
         pl.concat(parts)
-        .group_by(*GPU_KEY, "job")
-        .agg(pl.col("first_ts").min())
+        .group_by(*GPU_KEY, "_line")
+        .agg(pl.col("job").min())
     )
     return (
-        per_job.group_by(GPU_KEY)
-        .agg(pl.col("first_ts").n_unique().alias("jobs"))
+        per_line.group_by(GPU_KEY)
+        .agg(pl.col("job").n_unique().alias("jobs"))
         .filter(pl.col("jobs") >= MIN_JOBS)
         .select(*GPU_KEY, pl.lit(True).alias("_repeat_offender"))
         .collect()

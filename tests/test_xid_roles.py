@@ -22,8 +22,12 @@ def apply():
     return load_python_rule(RULE_FILE)
 
 
-def _event(attempt: str, event: str, *, gpu: str = GPU, minutes: float = 0, detail: str = "") -> dict:
+def _event(attempt: str, event: str, *, gpu: str = GPU, minutes: float = 0, detail: str = "",
+           line: int | None = None) -> dict:
+    """An XID event of ``attempt``; its ``line`` of the node's log is one per moment unless
+    given (one line seen by two attempts whose views of the node's clock differ)."""
     ts = T0 + timedelta(minutes=minutes)
+    line = round(minutes * 600) + 100000 if line is None else line
     workload = event.startswith(("xid_13", "xid_31", "xid_43"))
     return {
         "event_id": f"e-{attempt}-{event}-{minutes}", "ts": ts, "last_ts": ts, "count": 1,
@@ -33,7 +37,7 @@ def _event(attempt: str, event: str, *, gpu: str = GPU, minutes: float = 0, deta
         "cause": "workload.gpu_illegal_address" if workload else "nvlink.link_error",
         "role": "cascade" if event.startswith("xid_43") else "root_candidate",
         "action": "fix_workload" if workload else "check_nvlink",
-        "params": json.dumps({"detail": detail}), "message": "NVRM: Xid ...", "origin": "dmesg:1",
+        "params": json.dumps({"detail": detail}), "message": "NVRM: Xid ...", "origin": f"dmesg:{line}",
         "ts_source": "line", "cluster": "c1", "job_id": attempt.split("/")[2],
         "start_ts": T0 - timedelta(hours=3),
     }
@@ -85,12 +89,15 @@ def test_two_jobs_in_the_same_batch_count(apply):
         (("slurm/c1/400/0", 0), ("slurm/c1/400/1", 60)),
         # one XID attached to two jobs that shared the node is not a repeat
         (("slurm/c1/400/0", 0), ("slurm/c1/401/0", 0)),
+        # nor is one line two consecutive jobs dated apart, one of them having corrected the
+        # node's clock (a node 240 s ahead: the line reads 4 minutes earlier in the second)
+        (("slurm/c1/400/0", 4, 777), ("slurm/c1/401/0", 0, 777)),
     ],
 )
 def test_not_a_repeat_stays_a_workload_fault(apply, first, second):
     events = _frame([
-        _event(first[0], "xid_13_graphics_exception", minutes=first[1]),
-        _event(second[0], "xid_13_graphics_exception", minutes=second[1]),
+        _event(first[0], "xid_13_graphics_exception", minutes=first[1], line=(first[2:] or (None,))[0]),
+        _event(second[0], "xid_13_graphics_exception", minutes=second[1], line=(second[2:] or (None,))[0]),
     ])
     out = apply(events, _context())
     assert out["cause"].to_list() == ["workload.gpu_illegal_address"] * 2
