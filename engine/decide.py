@@ -414,9 +414,11 @@ def select_root_cause(
     # Two lines of one file are ordered by their line numbers whatever their stamps say.
     # An attempt with no candidate before its end may still have one stamped within its
     # grace: an infrastructure fault on a node whose clock runs ahead (the job died of it
-    # at once; the node's kernel stamped it later than the scheduler's end). Taken only
-    # then, and never ``definitive``.
+    # at once; the node's kernel stamped it later than the scheduler's end), or the job's
+    # own output stamped so (a process prints nothing once its job has ended: the stamp is
+    # its node's clock running ahead). Taken only then, and never ``definitive``.
     late = pl.col("ts") > pl.col("end_ts") + skew
+    may_be_late = pl.col("domain").is_in(INFRASTRUCTURE) | (pl.col("source") == "app")
     # A root the precedence rules made the end of a story its node began earlier is dated
     # from the first report of that story (the latest moment each can have happened), to be
     # ordered against the faults of other nodes.
@@ -425,7 +427,7 @@ def select_root_cause(
     # Lazy: the candidates' few columns are gathered, never the wide rows (the log text).
     candidates = (
         events.lazy()
-        .filter((pl.col("role") == "root_candidate") & (~late | pl.col("domain").is_in(INFRASTRUCTURE)))
+        .filter((pl.col("role") == "root_candidate") & (~late | may_be_late))
         .select("_row", "attempt_id", "cluster", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank",
                 "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source", "source")
         .filter(~late | late.all().over("attempt_id"))

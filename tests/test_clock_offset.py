@@ -179,3 +179,23 @@ def test_nodes_split_evenly_between_two_clocks_move_none(tmp_path):
     logs = _logs(tmp_path, {"n1": "10:00:05", "n2": "10:00:05", "n3": "13:00:05", "n4": "13:00:05"}, "10:20:00")
     v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
     assert not [e for e in v["evidence"] if e["rule_id"] == "clock_offset"]
+
+
+ONE_NODE_SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
+920|920|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|q1|gres/gpu=8,node=1
+"""
+# https://github.com/godweiyang/NN-CUDA-Example/issues/11 (the CUDA error a faulty kernel raises).
+ILLEGAL_ACCESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+def test_a_one_node_jobs_own_error_stamped_after_its_end_by_a_clock_ahead_is_its_root(tmp_path):
+    """q1's clock runs four minutes ahead and no peer or launch line says so: the job's own
+    last lines read as printed after it ended, which no process can do. Its own error is
+    still its root, never definitive."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "q1.log").write_text(syslog("q1", ("10:04:00", ALIVE), ("10:30:00", ALIVE)))
+    (logs / "slurm-920.out").write_text(f"0: [2026-11-20 10:24:10,000] {ITERATION}\n0: {ILLEGAL_ACCESS}\n")
+    v = verdicts_by_job(tmp_path, ONE_NODE_SACCT, logs, date(2026, 11, 20))["920"]
+    assert (v["domain"], v["cause"]) == ("workload", "workload.illegal_memory_access")
+    assert v["quality"] != "definitive"
