@@ -24,7 +24,10 @@ node whose GPUs several jobs share out, a fault of a GPU another job's process r
 and this job's did not (no CUDA error of its own on that node within :data:`OUTLIVED`)
 struck that job's GPU, not this one's; only an attempt running when it happened claims it.
 Only the claim says so: stamped before the start, such a fault may still be why the job
-failed (a GPU that fell off the bus is missing for the next job too). A CUDA out-of-memory
+failed (a GPU that fell off the bus is missing for the next job too), unless the node booted
+again between the fault and the start: the boot reset the GPU, which came back or failed to
+initialise, and the boot's own lines say which (``lost_gpu.py``), so the fault before it is
+``context``. A CUDA out-of-memory
 error is a weak claim (:data:`WEAK_CLAIMS`): a job runs out of memory of its own accord,
 and a broken GPU only sometimes shows that way first. When another running attempt claims
 the fault with an error the fault itself raises (an uncorrectable ECC error, an illegal
@@ -44,7 +47,7 @@ import polars as pl
 
 from engine.config import NODE_LOG_SOURCES, EngineConfig
 from engine.relabel import GPU_DOMAINS, failing_since
-from engine.rules.python_rules import with_role
+from engine.rules.python_rules import BOOT_EVENT, at_rows, rebooted, with_role
 
 ENDED_BEFORE_START = (
     "host.oom_kill",
@@ -69,6 +72,10 @@ another job's crash is not this attempt's root."""
 OUTLIVED = timedelta(seconds=EngineConfig().seconds("fail_at_once"))
 """How long an attempt may go on after such an event and still have died of it (the
 engine's ``fail_at_once`` default): a process killed by it fails its job at once."""
+
+
+HISTORY_EVENTS = (BOOT_EVENT,)
+"""The node's boots, looked up in past events too (:func:`_before_a_boot`)."""
 
 
 WEAK_CLAIMS = ("workload.cuda_oom",)
@@ -96,7 +103,8 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     gpu_claims = claimed & ~is_bound
     if gpu_claims.any():
         gpu_claims = gpu_claims & ~_own_cuda_error_near(events)
-    demoted = earlier | (claimed & is_bound) | gpu_claims
+    demoted = earlier | (claimed & is_bound) | gpu_claims | _before_a_boot(
+        events, context, of_a_gpu & (pl.col("ts") < pl.col("start_ts")).fill_null(False))
     suspects = events.filter(during & (pl.col("role") == "root_candidate"))["attempt_id"].unique()
     if not suspects.is_empty():
         # Failing: its first cascade, its first other root candidate or confirmation (the
@@ -113,6 +121,16 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         )
         demoted = demoted | outlived
     return with_role(events, demoted, "context")
+
+
+def _before_a_boot(events: pl.DataFrame, context, faults: pl.Expr) -> pl.Series:
+    """Per row: one of ``faults`` (a GPU's, stamped before its attempt started) after which
+    its node booted again before the attempt started."""
+    rows = events.with_row_index("_row").filter(faults).select("_row", "cluster", "node", "ts", "start_ts")
+    if rows.is_empty():
+        return pl.repeat(False, events.height, eager=True)
+    booted = rebooted(rows, events, context, since=pl.col("ts"), until=pl.col("start_ts"), key="_row")
+    return at_rows(events, booted["_row"])
 
 
 def _own_cuda_error_near(events: pl.DataFrame) -> pl.Series:

@@ -25,6 +25,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 802|802|train|bob|FAILED|1:0|2026-11-20T11:00:00|2026-11-20T11:01:00|n2|gres/gpu=8,node=1
 803|803|train|bob|FAILED|1:0|2026-11-20T11:00:00|2026-11-20T11:01:00|n3|gres/gpu=8,node=1
 804|804|train|bob|FAILED|1:0|2026-11-20T11:00:00|2026-11-20T11:01:00|n4|gres/gpu=8,node=1
+805|805|train|bob|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|n5|gres/gpu=8,node=1
+806|806|train|bob|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:01:00|n6|gres/gpu=8,node=1
 """
 
 
@@ -42,6 +44,14 @@ def verdicts(tmp_path_factory):
                                          ("09:40:35", f"kernel: {INIT_FAILED}"), alive[1]))
     for job in ("801", "802", "803", "804"):
         (logs / f"slurm-{job}.out").write_text(f"7: [2026-11-20 11:00:30,000] {INVALID_DEVICE}\n")
+    # 805 and 806 start at 10:00, in reach of a fall-off at 09:50:10 and a boot at 09:55
+    # (within the lookback): on n5 the GPU then failed to initialise, on n6 it came back.
+    (logs / "n5.log").write_text(syslog("n5", alive[0], ("09:50:10", f"kernel: {XID_79}"), ("09:55:00", f"kernel: {BOOT}"),
+                                         ("09:55:31", f"kernel: {INIT_FAILED}"), alive[1]))
+    (logs / "n6.log").write_text(syslog("n6", alive[0], ("09:50:10", f"kernel: {XID_79}"), ("09:55:00", f"kernel: {BOOT}"),
+                                         alive[1]))
+    for job in ("805", "806"):
+        (logs / f"slurm-{job}.out").write_text(f"7: [2026-11-20 10:00:35,000] {INVALID_DEVICE}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
 
@@ -64,3 +74,11 @@ def test_an_invalid_device_ordinal_after_a_gpu_that_never_came_up_is_that_gpu(ve
     v = verdicts["804"]
     assert (v["domain"], v["cause"], v["culprit_nodes"], v["culprit_gpus"]) == (
         "gpu", "gpu.init_failure", ["n4"], ["0000:0a:00"])
+
+
+def test_a_fall_off_before_a_boot_is_not_the_next_jobs_gpu(verdicts):
+    """The boot reset the GPU: on n5 it failed to come up (that is the root), on n6 it came
+    back, and the job's invalid device ordinal is its own."""
+    v = verdicts["805"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.init_failure", ["n5"])
+    assert (verdicts["806"]["domain"], verdicts["806"]["cause"]) == ("workload", "workload.invalid_device")
