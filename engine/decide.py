@@ -338,7 +338,7 @@ def names_suspects() -> pl.Expr:
 SHARED_WINDOW = timedelta(minutes=10)
 """How close to an attempt's root another node's report of the same shared service must be
 to make it the service's failure (the run's other attempts included)."""
-SERVICE_PARAMS = ("target", "server", "mds", "daemon")
+SERVICE_PARAMS = ("target", "evictor", "server", "mds", "daemon")
 """Params that name the shared service an event is about, in order of preference."""
 
 
