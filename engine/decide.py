@@ -432,6 +432,7 @@ def select_root_cause(
                 "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source", "source")
         .filter(~late | late.all().over("attempt_id"))
         .join(began, on=STORY_KEY, how="left", maintain_order="left")
+        .with_columns(pl.col("ts_hi").alias("_reported_hi"))
         .with_columns(pl.min_horizontal(pl.col("ts_hi"), pl.col("_began")).alias("ts_hi"), earliest.alias("ts"))
         .drop("_began")
         .with_columns(*origin_position(), onset().alias("_onset"))
@@ -443,6 +444,7 @@ def select_root_cause(
         pl.col("event_id").alias("root_event_id"),
         pl.col("ts").alias("root_ts"),
         pl.col("ts_hi").alias("root_ts_hi"),
+        pl.col("_reported_hi").alias("root_reported_hi"),
         pl.col("node").alias("root_node"),
         pl.col("domain").alias("root_domain"),
         pl.col("cause").alias("root_cause"),
@@ -515,7 +517,11 @@ def select_root_cause(
     marked = param(RIVAL_PARAM).is_not_null() & (
         ((pl.col("ts") - skew <= pl.col("root_ts_hi")) & (pl.col("ts_hi") + skew >= pl.col("root_ts")))
         | (param(RIVAL_PARAM) == pl.col("root_rival")).fill_null(False))
-    rivals = paired.filter(close | spans_root | under_way | marked)
+    # A fault of another node that struck while the root's story was under way (between the
+    # first report of a disk timing out and its disabling, and up to the skew after) is one
+    # the root does not explain: both were failing at once.
+    during_story = other_node & (pl.col("ts_hi") <= pl.col("root_reported_hi") + skew)
+    rivals = paired.filter(close | spans_root | under_way | marked | during_story)
     if naming is None or naming.is_empty():
         naming = pl.DataFrame(schema={"rule_id": pl.String, "event": pl.String, "names_node": pl.String})
     names = pl.col("names_node")
@@ -632,7 +638,7 @@ def select_root_cause(
         .rename({"root_domain": "domain", "root_cause": "cause"})
         .with_columns(pl.when(pl.col("_replace").fill_null(False)).then(pl.lit(REPLACE_GPU))
                       .otherwise(pl.col("root_action")).alias("root_action"))
-        .drop("root_node", "root_ts_hi", "root_file", "root_line", "root_cluster", "_replace")
+        .drop("root_node", "root_ts_hi", "root_reported_hi", "root_file", "root_line", "root_cluster", "_replace")
     )
 
 

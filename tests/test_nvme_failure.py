@@ -30,6 +30,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 862|862|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q3|gres/gpu=8,node=1
 863|863|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q[4-5]|gres/gpu=4,node=2
 864|864|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q[6-7]|gres/gpu=16,node=2
+865|865|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|q[8-9]|gres/gpu=16,node=2
 """
 
 
@@ -52,7 +53,11 @@ def verdicts(tmp_path_factory):
     # and was disabled thirty seconds later: two faults on two nodes at once.
     (logs / "q6.log").write_text("2026-11-20T10:20:00.500000+00:00 q6 kernel: " + XID_79 + "\n")
     (logs / "q7.log").write_text(syslog("q7", ("10:05:00", "kernel: ok"), ("10:20:00", TIMEOUT), ("10:20:30", DISABLED)))
-    for job in ("860", "861", "862", "864"):
+    # 865: q9's drive timed out at 10:19:30 and was disabled at 10:20:00; q8's GPU fell off
+    # the bus two seconds after the disabling: two faults under way at once.
+    (logs / "q8.log").write_text(syslog("q8", ("10:05:00", "kernel: ok"), ("10:20:02", f"kernel: {XID_79}")))
+    (logs / "q9.log").write_text(syslog("q9", ("10:05:00", "kernel: ok"), ("10:19:30", TIMEOUT), ("10:20:00", DISABLED)))
+    for job in ("860", "861", "862", "864", "865"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:19:00,000] {ITERATION}\n[2026-11-20 10:20:05,000] {EIO}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
 
@@ -85,6 +90,8 @@ def test_a_failed_raid_member_is_the_cause_its_io_errors_confirm(verdicts):
 
 def test_a_drive_that_began_failing_just_before_another_nodes_gpu_is_its_rival(verdicts):
     """Disabled after the GPU fell off, but timing out since half a second before it: the
-    drive's story began first, and nothing orders two nodes' faults half a second apart."""
-    v = verdicts["864"]
-    assert v["quality"] == "ambiguous" and set(v["culprit_nodes"]) == {"q6", "q7"}
+    drive's story began first, and nothing orders two nodes' faults half a second apart. So
+    is a GPU lost on another node while the drive was failing, up to its disabling."""
+    for job, nodes in (("864", {"q6", "q7"}), ("865", {"q8", "q9"})):
+        v = verdicts[job]
+        assert (v["cause"], v["quality"], set(v["culprit_nodes"])) == ("storage.disk_failure", "ambiguous", nodes), job
