@@ -431,6 +431,10 @@ def select_root_cause(
         .select("_row", "attempt_id", "cluster", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank",
                 "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source", "source")
         .filter(~late | late.all().over("attempt_id"))
+        # Of those stamped that late, an infrastructure fault outranks the job's own report
+        # of it (the precedence rules, which would say so, leave late lines alone).
+        .filter(~late | pl.col("domain").is_in(INFRASTRUCTURE)
+                | ~(late & pl.col("domain").is_in(INFRASTRUCTURE)).any().over("attempt_id"))
         .join(began, on=STORY_KEY, how="left", maintain_order="left")
         .with_columns(pl.col("ts_hi").alias("_reported_hi"))
         .with_columns(pl.min_horizontal(pl.col("ts_hi"), pl.col("_began")).alias("ts_hi"), earliest.alias("ts"))

@@ -183,6 +183,7 @@ def test_nodes_split_evenly_between_two_clocks_move_none(tmp_path):
 
 ONE_NODE_SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 920|920|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|q1|gres/gpu=8,node=1
+921|921|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|q2|gres/gpu=8,node=1
 """
 # https://github.com/godweiyang/NN-CUDA-Example/issues/11 (the CUDA error a faulty kernel raises).
 ILLEGAL_ACCESS = "RuntimeError: CUDA error: an illegal memory access was encountered"
@@ -196,6 +197,13 @@ def test_a_one_node_jobs_own_error_stamped_after_its_end_by_a_clock_ahead_is_its
     logs.mkdir()
     (logs / "q1.log").write_text(syslog("q1", ("10:04:00", ALIVE), ("10:30:00", ALIVE)))
     (logs / "slurm-920.out").write_text(f"0: [2026-11-20 10:24:10,000] {ITERATION}\n0: {ILLEGAL_ACCESS}\n")
-    v = verdicts_by_job(tmp_path, ONE_NODE_SACCT, logs, date(2026, 11, 20))["920"]
+    # 921: the same clock, and the node's kernel lost the GPU as the job failed: the fault,
+    # not the job's report of it, is the root (no precedence rule weighs lines that late).
+    (logs / "q2.log").write_text(syslog("q2", ("10:04:00", ALIVE), ("10:24:12", f"kernel: {XID_79}"), ("10:30:00", ALIVE)))
+    (logs / "slurm-921.out").write_text(f"0: [2026-11-20 10:24:10,000] {ITERATION}\n0: {ILLEGAL_ACCESS}\n")
+    verdicts = verdicts_by_job(tmp_path, ONE_NODE_SACCT, logs, date(2026, 11, 20))
+    v = verdicts["920"]
     assert (v["domain"], v["cause"]) == ("workload", "workload.illegal_memory_access")
     assert v["quality"] != "definitive"
+    assert (verdicts["921"]["domain"], verdicts["921"]["cause"], verdicts["921"]["culprit_nodes"]) == (
+        "gpu", "gpu.fallen_off_bus", ["q2"])
