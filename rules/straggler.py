@@ -219,16 +219,13 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         action=pl.when(rank_zero).then(pl.lit("fix_workload")).otherwise(pl.lit("investigate")),
     )
     waited = first.select("attempt_id", "_node", began.alias("_began")).join(noticed, on="attempt_id")
-    events = _data_waits_as_roots(
-        pl.concat([events, added]),
-        first.filter(pl.col("_alone")).select("attempt_id", "_node", "_rank", began.alias("_began")),
-    )
-    events = _own_work_as_root(events, first.filter(pl.col("_alone") & (pl.col("_rank") != 0))
-                               .select("attempt_id", "_node", "_rank", began.alias("_began")))
+    alone = first.filter(pl.col("_alone")).select("attempt_id", "_node", "_rank", began.alias("_began"))
+    events = _data_waits_as_roots(pl.concat([events, added]), alone)
     # A rank whose stack shows it waiting for its next batch was not slowed by heat: a
     # throttled CPU or GPU crawls, it does not leave a DataLoader empty for the watchdog's
     # whole timeout.
     fed = events.filter((pl.col("event") == DATA_WAIT_EVENT) & (pl.col("role") == "root_candidate"))["attempt_id"]
+    events = _own_work_as_root(events, alone.filter(pl.col("_rank") != 0).join(fed.to_frame(), on="attempt_id", how="anti"))
     events = _stalls_as_roots(_storage_stalls_as_roots(events, waited), waited, fed)
     whole = first.filter(pl.col("_missing").list.len() == pl.col("_per_node"))
     return _rebooted_node_as_root(events, whole.select("attempt_id", "_node", "end_ts", began.alias("_began")), context)
@@ -382,10 +379,10 @@ def _data_waits_as_roots(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFr
 
 def _own_work_as_root(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFrame:
     """``events`` with the straggler event of each attempt of ``alone`` (per attempt: its one
-    silent rank, not rank 0, its node and when the collective began) made a ``workload``
-    root candidate where that rank printed a stack at or after the collective began (by
-    ``ts_hi``) none of whose frames is in PyTorch's own code (:data:`WAITING_FRAME`), and
-    no DataLoader wait already explains the attempt."""
+    silent rank, not rank 0, its node and when the collective began; none a DataLoader wait
+    already explains) made a ``workload`` root candidate where that rank printed a stack at
+    or after the collective began (by ``ts_hi``) none of whose frames is in PyTorch's own
+    code (:data:`WAITING_FRAME`)."""
     frames = (
         events.filter((pl.col("event") == FRAME_EVENT) & pl.col("rank").is_not_null())
         .select("attempt_id", "node", "rank", "ts_hi", pl.col("params").str.json_path_match("$.file").alias("_file"))
@@ -394,12 +391,8 @@ def _own_work_as_root(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFrame
     )
     if frames.is_empty():
         return events
-    explained = events.filter((pl.col("event") == DATA_WAIT_EVENT) & (pl.col("role") == "root_candidate"))
-    busy = (
-        frames.group_by("attempt_id").agg(WAITING_FRAME.any().alias("_waiting"))
-        .filter(~pl.col("_waiting"))
-        .join(explained, on="attempt_id", how="anti")["attempt_id"]
-    )
+    busy = frames.group_by("attempt_id").agg(WAITING_FRAME.any().alias("_waiting")).filter(
+        ~pl.col("_waiting"))["attempt_id"]
     straggler = (pl.col("rule_id") == RULE_ID) & pl.col("attempt_id").is_in(busy.implode())
     return with_values(events, straggler, role="root_candidate", domain="workload", cause="workload.straggler_rank",
                        action="fix_workload")
