@@ -418,26 +418,27 @@ def select_root_cause(
     # own output stamped so (a process prints nothing once its job has ended: the stamp is
     # its node's clock running ahead). Taken only then, and never ``definitive``.
     late = pl.col("ts") > pl.col("end_ts") + skew
-    may_be_late = pl.col("domain").is_in(INFRASTRUCTURE) | (pl.col("source") == "app")
+    infrastructure = pl.col("domain").is_in(INFRASTRUCTURE)
     # A root the precedence rules made the end of a story its node began earlier is dated
     # from the first report of that story (the latest moment each can have happened), to be
-    # ordered against the faults of other nodes.
+    # ordered against the faults of other nodes; ``_reported_hi`` keeps its own moment.
     began = story_began(events.lazy(), pl.col("ts_hi"))
-    earliest = pl.min_horizontal(pl.col("ts"), pl.col("_began"))
     # Lazy: the candidates' few columns are gathered, never the wide rows (the log text).
     candidates = (
         events.lazy()
-        .filter((pl.col("role") == "root_candidate") & (~late | may_be_late))
+        .filter((pl.col("role") == "root_candidate") & (~late | infrastructure | (pl.col("source") == "app")))
         .select("_row", "attempt_id", "cluster", "event_id", "ts", "ts_hi", "end_ts", "node", "gpu", "port", "rank",
                 "domain", "cause", "action", "rule_id", "event", "origin", "params", "ts_source", "source")
         .filter(~late | late.all().over("attempt_id"))
         # Of those stamped that late, an infrastructure fault outranks the job's own report
         # of it (the precedence rules, which would say so, leave late lines alone).
-        .filter(~late | pl.col("domain").is_in(INFRASTRUCTURE)
-                | ~(late & pl.col("domain").is_in(INFRASTRUCTURE)).any().over("attempt_id"))
+        .filter(~late | infrastructure | ~(late & infrastructure).any().over("attempt_id"))
         .join(began, on=STORY_KEY, how="left", maintain_order="left")
-        .with_columns(pl.col("ts_hi").alias("_reported_hi"))
-        .with_columns(pl.min_horizontal(pl.col("ts_hi"), pl.col("_began")).alias("ts_hi"), earliest.alias("ts"))
+        .with_columns(
+            pl.col("ts_hi").alias("_reported_hi"),
+            pl.min_horizontal("ts_hi", "_began").alias("ts_hi"),
+            pl.min_horizontal("ts", "_began").alias("ts"),
+        )
         .drop("_began")
         .with_columns(*origin_position(), onset().alias("_onset"))
         .sort(["attempt_id", "ts_hi", "ts", "_file", "_line", "node", "rule_id", "event_id"], nulls_last=True)
