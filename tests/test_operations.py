@@ -3,7 +3,7 @@ Slurm connector, the files landing and a run: a node someone set DOWN (slurmctld
 ``update_node`` lines) is the operator's doing, not the node's fault, unless the node
 reported a fault first, NHC gave its failed check as the reason, or a cloud's resume program
 gave the instance it could not launch; a slurmd someone
-stopped is the same, while a slurmd restart the job outlived is not its end; an NHC process
+stopped is the same (sudo, slurmd or systemd saying so), while a slurmd restart the job outlived is not its end; an NHC process
 check (a system service not running) does not end a job; and a generic exception does not
 confirm another line's fault because its unknown stamp spans it, while it does confirm the
 one printed with it."""
@@ -25,6 +25,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 935|935|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:41:30|n[10-11]|gres/gpu=16,node=2
 936|936|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:20:30|n[12-13]|gres/gpu=16,node=2
 937|937|train|alice|NODE_FAIL|0:0|2026-11-20T09:55:00|2026-11-20T10:13:46|od-dy-p5-[1-2]|gres/gpu=16,node=2
+938|938|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:35:00|n[14-15]|gres/gpu=16,node=2
 """
 
 # slurmctld/node_mgr.c update_node(): "%s: node %s reason set to: %s", "… state set to %s".
@@ -40,6 +41,9 @@ CTLD = (
     "[2026-11-20T09:49:58.000] update_node: node n6 state set to DOWN\n"
     # 933: slurmd stopped on n8; slurmctld set it down after SlurmdTimeout (ping_nodes.c).
     "[2026-11-20T10:06:18.000] error: Nodes n8 not responding, setting DOWN\n"
+    # 938: slurmd stopped on n15 (only systemd said so); DOWN after SlurmdTimeout.
+    "[2026-11-20T09:31:40.000] error: Nodes n15 not responding\n"
+    "[2026-11-20T09:35:00.000] error: Nodes n15 not responding, setting DOWN\n"
     # 937: AWS ParallelCluster's resume program found no capacity for od-dy-p5-2's instance
     # (the reason its fast insufficient-capacity fail-over guide quotes) and set it DOWN.
     "[2026-11-20T10:13:46.000] update_node: node od-dy-p5-2 reason set to: (Code:InsufficientInstanceCapacity)"
@@ -51,6 +55,9 @@ NODE_FAILURE_BANNER = "slurmstepd: error: *** JOB {job} ON {node} CANCELLED AT 2
 # sudo's log of the command (sudo lib/eventlog/eventlog.c), and slurmd's last line (slurmd.c).
 SUDO_STOP = "sudo[61022]:    ops2 : TTY=pts/1 ; PWD=/root ; USER=root ; COMMAND=/usr/bin/systemctl stop slurmd"
 SLURMD_DONE = "slurmd[2011]: Slurmd shutdown completing"
+# systemd's stop of the unit (Slurm's slurmd.service: Description=Slurm node daemon).
+SYSTEMD_STOP = ("systemd[1]: Stopping Slurm node daemon...", "systemd[1]: slurmd.service: Deactivated successfully.",
+                "systemd[1]: Stopped Slurm node daemon.")
 # https://github.com/mej/nhc (its test fixture of check_ps_service's message)
 NHC_SERVICE = ("nhc[5120]: Health check failed:  check_ps_service:  Service chronyd (process chronyd) "
                "owned by chrony not running; start in progress")
@@ -64,14 +71,17 @@ def verdicts(tmp_path_factory):
     logs = root / "logs"
     logs.mkdir()
     for job, batch, end in (("930", "n1", "09:41:14"), ("931", "n3", "09:32:39"), ("932", "n5", "09:50:00"),
-                            ("933", "n7", "10:06:20")):
+                            ("933", "n7", "10:06:20"), ("938", "n14", "09:35:00")):
         (logs / f"slurm-{job}.out").write_text(
             f"0: [2026-11-20 09:00:00,000] {ITERATION}\n" + NODE_FAILURE_BANNER.format(job=job, node=batch, clock=end))
     (logs / "n6.log").write_text(syslog("n6", ("09:45:00", f"kernel: {XID_79}")))
     (logs / "n8.log").write_text(syslog("n8", ("10:00:37", SUDO_STOP), ("10:00:40", SLURMD_DONE)))
+    (logs / "n15.log").write_text(syslog("n15", *(("09:30:02", line) for line in SYSTEMD_STOP)))
     # 934: slurmd restarted at 08:30 (a package upgrade); the job ran on two hours, then
     # ran out of GPU memory.
-    (logs / "n9.log").write_text(syslog("n9", ("08:30:00", SLURMD_DONE), ("08:30:02", "slurmd[3012]: slurmd started")))
+    (logs / "n9.log").write_text(syslog(
+        "n9", *(("08:30:00", line) for line in (*SYSTEMD_STOP, SLURMD_DONE)),
+        ("08:30:02", "systemd[1]: Started Slurm node daemon."), ("08:30:02", "slurmd[3012]: slurmd started")))
     (logs / "slurm-934.out").write_text(f"[2026-11-20 10:00:00,000] {ITERATION}\n[2026-11-20 10:29:50,000] {CUDA_OOM}\n")
     # 935: rank 0 died of its own KeyError, unstamped after an iteration line at 09:36; NHC
     # found chronyd down on n11 at 09:38, and n11's NFS client lost its server at 09:39.
@@ -125,6 +135,12 @@ def test_a_slurmd_someone_stopped_under_a_job_is_the_operators_doing(verdicts):
     v = verdicts["933"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.slurmd_stopped", [])
     assert role_of(v, "scheduler.slurmctld_node_not_responding") == "cascade"
+
+
+def test_a_slurmd_only_systemd_says_was_stopped_is_the_operators_doing_too(verdicts):
+    v = verdicts["938"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.slurmd_stopped", [])
+    assert v["first_fault_ts"].strftime("%H:%M:%S") == "09:30:02"
 
 
 def test_a_slurmd_restart_the_job_outlived_did_not_end_it(verdicts):
