@@ -5,8 +5,9 @@ to ``grace`` after its end — reaches it, so that a GPU that fell off the bus s
 a job started still explains the job's failure. Some events cannot outlive what they
 happened to: an OOM kill or the kernel's report of a segfault ends the process it names,
 XID 13/31/43 end the GPU context of the process that faulted, a contained ECC error (XID
-94) ends the process whose memory it hit and leaves the GPU in service, and a power-off
-ends the boot the node was in. Stamped
+94) ends the process whose memory it hit and leaves the GPU in service, a power-off
+ends the boot the node was in, and a stopped slurmd ends with the daemon (a job that
+started on the node later was launched by a slurmd started again). Stamped
 before the attempt started, they belong to the job (or the boot) before it: for this
 attempt they are ``context``, never its root. Stamped during it, they are its own, unless
 it went on working for more than :data:`OUTLIVED` after them (after the latest moment
@@ -55,13 +56,14 @@ ENDED_BEFORE_START = (
     "host.oom_report",
     "host.oom_reaped",
     "host.node_power_off",
+    "scheduler.slurmd_stopped",
     "xid_13_graphics_exception",
     "xid_31_mmu_fault",
     "xid_43_channel_stopped",
     "xid_94_contained_ecc",
 )
-"""Event names (``host.yaml``, ``gpu_xid.yaml``) that end with the process or boot they
-happened to."""
+"""Event names (``host.yaml``, ``scheduler.yaml``, ``gpu_xid.yaml``) that end with the
+process, boot or daemon they happened to."""
 KERNEL_SEGFAULT = (pl.col("event") == "workload.segfault") & pl.col("params").str.contains('"pid": ?"')
 """The kernel's report of a process that segfaulted (``framework.native_segfault``'s form
 naming the process and its pid; the application's own reports name neither, their

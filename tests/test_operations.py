@@ -2,11 +2,11 @@
 Slurm connector, the files landing and a run: a node someone set DOWN (slurmctld's
 ``update_node`` lines) is the operator's doing, not the node's fault, unless the node
 reported a fault first, NHC gave its failed check as the reason, or a cloud's resume program
-gave the instance it could not launch; a slurmd someone
-stopped is the same (sudo, slurmd or systemd saying so), while a slurmd restart the job outlived is not its end; an NHC process
-check (a system service not running) does not end a job; and a generic exception does not
-confirm another line's fault because its unknown stamp spans it, while it does confirm the
-one printed with it."""
+gave the instance it could not launch; a slurmd someone stopped is the same (sudo, slurmd or
+systemd saying so), while a slurmd restart the job outlived, or a stop before it started,
+is not its end; an NHC process check (a system service not running) does not end a job; and
+a generic exception does not confirm another line's fault because its unknown stamp spans
+it, while it does confirm the one printed with it."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from datetime import date
 
 import pytest
 
-from tests.end_to_end import CUDA_OOM, ITERATION, XID_79, role_of, syslog, verdicts_by_job
+from tests.end_to_end import BOOT, CUDA_OOM, ITERATION, XID_79, role_of, syslog, verdicts_by_job
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
 930|930|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:41:12|n[1-2]|gres/gpu=16,node=2
@@ -26,6 +26,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 936|936|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T09:20:30|n[12-13]|gres/gpu=16,node=2
 937|937|train|alice|NODE_FAIL|0:0|2026-11-20T09:55:00|2026-11-20T10:13:46|od-dy-p5-[1-2]|gres/gpu=16,node=2
 938|938|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:35:00|n[14-15]|gres/gpu=16,node=2
+939|939|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T08:00:40|n16|gres/gpu=8,node=1
 """
 
 # slurmctld/node_mgr.c update_node(): "%s: node %s reason set to: %s", "… state set to %s".
@@ -77,6 +78,12 @@ def verdicts(tmp_path_factory):
     (logs / "n6.log").write_text(syslog("n6", ("09:45:00", f"kernel: {XID_79}")))
     (logs / "n8.log").write_text(syslog("n8", ("10:00:37", SUDO_STOP), ("10:00:40", SLURMD_DONE)))
     (logs / "n15.log").write_text(syslog("n15", *(("09:30:02", line) for line in SYSTEMD_STOP)))
+    # 939: n16 was rebooted for maintenance before the job (its slurmd stopped with it);
+    # the job then ran out of GPU memory at once.
+    (logs / "n16.log").write_text(syslog(
+        "n16", *(("07:38:00", line) for line in SYSTEMD_STOP), ("07:40:55", f"kernel: {BOOT}"),
+        ("07:41:30", "systemd[1]: Started Slurm node daemon.")))
+    (logs / "slurm-939.out").write_text(f"[2026-11-20 08:00:35,000] {CUDA_OOM}\n")
     # 934: slurmd restarted at 08:30 (a package upgrade); the job ran on two hours, then
     # ran out of GPU memory.
     (logs / "n9.log").write_text(syslog(
@@ -141,6 +148,12 @@ def test_a_slurmd_only_systemd_says_was_stopped_is_the_operators_doing_too(verdi
     v = verdicts["938"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.slurmd_stopped", [])
     assert v["first_fault_ts"].strftime("%H:%M:%S") == "09:30:02"
+
+
+def test_a_slurmd_stopped_before_the_job_started_did_not_end_it(verdicts):
+    v = verdicts["939"]
+    assert (v["domain"], v["cause"]) == ("workload", "workload.cuda_oom")
+    assert role_of(v, "scheduler.slurmd_stopped") == "context"
 
 
 def test_a_slurmd_restart_the_job_outlived_did_not_end_it(verdicts):
