@@ -15,6 +15,14 @@ loss are paired by ``precedence.xid_over_gpu_pcie_error``, which runs before the
 rules: an older driver's fall-off report wrapped over three syslog lines learns its GPU only
 from ``nvrm_wrapped_report``, so this rule pairs those the same way (the AER line a
 confirmation of the loss of its GPU, within :data:`SAME_GPU` either way).
+
+A local NVMe drive's own uncorrected error (the ``nvme`` driver's AER line, ``nvme
+0000:c1:00.0: AER: PCIe Bus Error: severity=Uncorrected …``) is the first sign of the drive
+failing when the node's storage then reports an NVMe device failing within
+:data:`DRIVE_FAILING` (the driver's command timeout, 30 s, then its reset and disable): the
+drive's failure is the root and the AER line its confirmation. The line names a PCI
+function, the later reports a controller (``nvme1``) or namespace (``nvme1n1``), and only
+a boot line ties the two, so the first NVMe failure on the node stands for it.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -41,11 +49,19 @@ UNCORRECTED = ("pcie_aer_uncorrected", FATAL)
 SAME_GPU = timedelta(minutes=1)
 """How far apart a GPU's own AER line and its loss are one failure
 (``precedence.xid_over_gpu_pcie_error``'s window)."""
+NVME_REPORT = r"(?:^|\s)nvme [0-9a-fA-F]{4}:"
+"""How the kernel names an NVMe drive's own AER report (the ``nvme`` PCI driver and the
+function's address)."""
+NVME_DEVICE = r"\bnvme\d+"
+"""A storage report about an NVMe controller or namespace (``nvme1``, ``nvme1n1``)."""
+DRIVE_FAILING = timedelta(minutes=5)
+"""How soon after the drive's AER line the node's storage must report an NVMe device failing."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     """Link a root port's fatal AER report to the GPU fall-off that follows it on its node,
-    and a GPU's own uncorrected AER line to that GPU's loss."""
+    a GPU's own uncorrected AER line to that GPU's loss, and an NVMe drive's own to the
+    drive's failure that follows."""
     roots = pl.col("role") == "root_candidate"
     aer = events.filter(roots & pl.col("event").is_in(UNCORRECTED)).select(
         "attempt_id", "cluster", "node", "event_id", "event", "gpu", "message", pl.col("ts").alias("_aer"))
@@ -59,9 +75,16 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
         & pl.col("ts").is_between(pl.col("_aer") - PRINTED_BEFORE, pl.col("_aer") + WITHIN)
     )
     own = (pl.col("gpu") == pl.col("_lost")) & pl.col("ts").is_between(pl.col("_aer") - SAME_GPU, pl.col("_aer") + SAME_GPU)
+    drive = (
+        aer.filter(pl.col("message").str.contains(NVME_REPORT))
+        .join(events.filter(roots & (pl.col("domain") == "storage") & pl.col("message").str.contains(NVME_DEVICE))
+              .select("attempt_id", "cluster", "node", pl.col("event_id").alias("_root"), "ts"),
+              on=["attempt_id", "cluster", "node"])
+        .filter(pl.col("ts").is_between(pl.col("_aer"), pl.col("_aer") + DRIVE_FAILING))
+    )
     links = (
-        aer.join(lost, on=["attempt_id", "cluster", "node"])
-        .filter(from_port | own)
+        pl.concat([aer.join(lost, on=["attempt_id", "cluster", "node"]).filter(from_port | own).select(drive.columns),
+                   drive])
         .sort("attempt_id", "event_id", "ts", "_root")
         .group_by("attempt_id", "event_id", maintain_order=True)
         .first()

@@ -4,6 +4,8 @@ confirmation (``precedence.xid_over_gpu_pcie_error``);
 so is a fatal error the root port above it logged seconds before (``port_aer.py``);
 on another device (a NIC's own function), or a minute before, the AER line stays a root
 of its own. A non-fatal error the job ran on long after, failing of something else, passed.
+A local NVMe drive's own uncorrected error confirms the drive's failure that follows
+(``port_aer.py``); alone, it stays the root.
 Landed through the Slurm connector
 and the files landing, attributed by a run."""
 
@@ -27,6 +29,13 @@ AER_NIC_FATAL = ("kernel: mlx5_core 0000:41:00.0: AER: PCIe Bus Error: severity=
 # minisforum-docs/MS-02-Ultra#10: a chipset root port's non-fatal error.
 AER_CHIPSET = ("kernel: pcieport 0000:80:1b.4: PCIe Bus Error: severity=Uncorrectable (Non-Fatal), "
                "type=Transaction Layer, (Receiver ID)")
+# The nvme PCI driver's name (drivers/nvme/host/pci.c: .name = "nvme") before the
+# function, and the AER line aer.c prints; then the driver's timeouts and its disable
+# (the pack's host.nvme_failure test lines).
+AER_NVME = "kernel: nvme 0000:c1:00.0: AER: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)"
+NVME_FAILING = (("10:20:31", "kernel: nvme nvme1: I/O 412 QID 37 timeout, aborting"),
+                ("10:21:01", "kernel: nvme nvme1: I/O 412 QID 37 timeout, reset controller"),
+                ("10:21:32", "kernel: nvme nvme1: Disabling device after reset failure: -19"))
 AER_NIC = "kernel: mlx5_core 0000:41:00.0: PCIe Bus Error: severity=Uncorrected (Non-Fatal), type=Transaction Layer, (Requester ID)"
 
 SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTRES
@@ -38,6 +47,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 805|805|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g6|gres/gpu=8,node=1
 806|806|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g7|gres/gpu=8,node=1
 807|807|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g8|gres/gpu=8,node=1
+808|808|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:22:00|g9|gres/gpu=8,node=1
+809|809|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|g10|gres/gpu=8,node=1
 """
 
 
@@ -63,7 +74,9 @@ def verdicts(tmp_path_factory):
     for node in ("g6", "g7"):
         (logs / f"{node}.log").write_text(syslog(node, ("10:05:00", AER_CHIPSET),
                                                  ("10:05:00", "kernel: pcieport 0000:80:1b.4: AER: device recovery successful")))
-    for job in ("800", "801", "802", "803", "804", "806", "807"):
+    (logs / "g9.log").write_text(syslog("g9", ("10:20:00", AER_NVME), *NVME_FAILING))
+    (logs / "g10.log").write_text(syslog("g10", ("10:20:00", AER_NVME)))
+    for job in ("800", "801", "802", "803", "804", "806", "807", "808", "809"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     (logs / "slurm-805.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n[2026-11-20 10:28:00,000] {CUDA_OOM}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -105,3 +118,14 @@ def test_a_recovered_non_fatal_error_the_job_outlived_is_context(verdicts):
 def test_a_non_fatal_error_with_nothing_else_stays_the_root(verdicts):
     v = verdicts["806"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.pcie_uncorrected_error", ["g7"])
+
+
+def test_a_local_drives_own_pcie_error_confirms_the_drives_failure_after_it(verdicts):
+    v = verdicts["808"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("storage", "storage.disk_failure", ["g9"])
+    assert role_of(v, "pcie_aer_bus_error") == "confirmation"
+
+
+def test_a_local_drives_own_pcie_error_alone_stays_the_root(verdicts):
+    v = verdicts["809"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.pcie_uncorrected_error", ["g10"])
