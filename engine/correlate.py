@@ -64,11 +64,12 @@ def attach_events(
     windows = node_day_windows(attempts, lookback, grace, ATTEMPT_COLUMNS, offsets)
     node_events = events.filter(pl.col("attempt_id").is_null()).drop("attempt_id")
     # A window of a node whose clock is off lies on that clock; its events, once inside,
-    # move back onto the attempt's.
+    # move back onto the attempt's (those after a step of its clock by what is left).
+    on_nodes = in_windows(node_events, windows)
+    if offsets.height:
+        on_nodes = through_clock_steps(on_nodes, offsets)
     shift = pl.col("_offset").fill_null(timedelta(0))
-    on_nodes = in_windows(node_events, windows).with_columns(
-        (pl.col("ts") - shift).alias("ts"), (pl.col("last_ts") - shift).alias("last_ts")
-    )
+    on_nodes = on_nodes.with_columns((pl.col("ts") - shift).alias("ts"), (pl.col("last_ts") - shift).alias("last_ts"))
     columns = events.columns + [c for c in ATTEMPT_COLUMNS if c not in events.columns]
     # One chunk: every later sort, join and filter gathers rows of this wide frame, and a
     # gather over several chunks costs several times more.
@@ -123,6 +124,61 @@ def on_peer_clocks(
         pl.when(own).then(pl.col("ts") - pl.col("_offset")).otherwise(pl.col("ts")).alias("ts"),
         pl.when(own).then(pl.col("last_ts") - pl.col("_offset")).otherwise(pl.col("last_ts")).alias("last_ts"),
     ).drop("_offset")
+
+
+CLOCK_STEP_EVENT = "host.clock_step"
+"""chronyd's step of a node's clock (``host.clock_step``: "System clock was stepped by N
+seconds", the seconds added to the clock)."""
+
+
+def through_clock_steps(events: pl.DataFrame, offsets: pl.DataFrame) -> pl.DataFrame:
+    """``events`` inside node windows (:func:`in_windows`, each with its node's
+    ``_offset``), the offset of each line its node logged on the other side of a clock step
+    (:data:`CLOCK_STEP_EVENT`) from the line its offset was read at changed by the step.
+
+    chronyd steps a clock that is far off and says by how much: the clock reads the step's
+    seconds more after it than before (its own line is stamped on the new clock). A
+    node's offset was read at ``_launch`` (:func:`clock_offsets`, :func:`output_clock_offsets`,
+    on the node's own clock): a line of the same file after a step that came after that
+    moment is off by the offset plus the step, one before a step that came before it by the
+    offset minus the step. Which side of a step a line is on is its place in its file; its
+    stamp cannot say, as a step back repeats stamps."""
+    steps = events.filter((pl.col("event") == CLOCK_STEP_EVENT) & pl.col("_offset").is_not_null())
+    if steps.is_empty():
+        return events
+    seconds = param("step_s").cast(pl.Float64, strict=False)
+    steps = (
+        steps.select("attempt_id", "node", *origin_position(), "ts",
+                     (seconds * 1_000_000).round().cast(pl.Int64).cast(pl.Duration("us")).alias("_step"))
+        .drop_nulls(["_line", "_step"])
+        .unique(["attempt_id", "node", "_file", "_line"])
+        .sort("attempt_id", "node", "_file", "_line")
+    )
+    by_launch = (
+        steps.join(offsets.select("attempt_id", "node", "_launch"), on=["attempt_id", "node"])
+        .filter(pl.col("ts") <= pl.col("_launch"))
+        .group_by("attempt_id", "node").agg(pl.col("_step").sum().alias("_by_launch"))
+    )
+    stepped = steps.select(
+        "attempt_id", "node", "_file", "_line", pl.col("_step").cum_sum().over("attempt_id", "node", "_file").alias("_stepped"))
+    # Only the lines of the nodes that logged a step are looked up.
+    moved = (
+        events.select(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"), "attempt_id", "node", *origin_position())
+        .join(steps.select("attempt_id", "node").unique(), on=["attempt_id", "node"], how="semi")
+        .drop_nulls("_line")
+        .sort("_line")
+        .join_asof(stepped.sort("_line"), on="_line", by=["attempt_id", "node", "_file"], strategy="backward",
+                   check_sortedness=False)
+        .join(by_launch, on=["attempt_id", "node"], how="left")
+        .select("_row", (pl.col("_stepped").fill_null(timedelta(0)) - pl.col("_by_launch").fill_null(timedelta(0)))
+                .alias("_moved"))
+    )
+    return (
+        events.with_columns(pl.int_range(pl.len(), dtype=pl.UInt32).alias("_row"))
+        .join(moved, on="_row", how="left", maintain_order="left")
+        .with_columns(pl.col("_offset") + pl.col("_moved").fill_null(timedelta(0)))
+        .drop("_row", "_moved")
+    )
 
 
 RANK_COPY_KEYS = [k for k in DEDUPE_KEYS if k != "rank"] + ["params"]

@@ -1,8 +1,9 @@
 """A node whose clock runs ahead, end to end: slurmd's launch lines of the job's step on
 its nodes (real Slurm 22.05 format) show the node's offset, its log's lines move back onto
 its peers' clock, and its XID 79 — stamped after the job ended by the node's own clock —
-is the root the job's CUDA error confirms. Landed through the Slurm connector and the files
-landing, attributed by a run."""
+is the root the job's CUDA error confirms; once chronyd stepped that clock, the lines after
+the step are on the right time. Landed through the Slurm connector and the files landing,
+attributed by a run."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ TIMEOUT = ("{r}: [rank{r}]:[E1120 {t}.{r:06d}000 ProcessGroupNCCL.cpp:607] [Rank
            "for 600099 milliseconds before timing out.")
 # Recorded from the suite's real Slurm 22.05 slurmd (tests/slurm_lab.py), job id and port changed.
 LAUNCH = "slurmd[4630]: slurmd: launch task StepId=900.0 request from UID:20001 GID:20001 HOST:10.48.0.81 PORT:39090"
+# chrony's local.c ("System clock was stepped by %.6f seconds": the seconds added to the clock).
+STEPPED = "chronyd[754]: System clock was stepped by {s} seconds"
 # pytorch/pytorch#49832
 LAUNCH_FAILURE = "RuntimeError: CUDA error: unspecified launch failure"
 
@@ -54,6 +57,21 @@ def test_a_node_clock_running_ahead_is_corrected_by_its_step_launch(tmp_path):
     assert role_of(v, "cuda.unspecified_launch_failure") == "confirmation"
     note = next(e for e in v["evidence"] if e["rule_id"] == "clock_offset")
     assert note["node"] == "n4" and "250.0 s ahead of" in note["message"]
+
+
+def test_lines_after_chronyd_stepped_a_clock_that_ran_ahead_keep_their_stamps(tmp_path):
+    """n4's clock ran 250 s ahead at the launch; at 10:09:20 (true time, the step line's
+    stamp on the new clock) chronyd stepped it back by 250 s, and its GPU fell off the bus
+    at 10:20:00: the XID is stamped right and stays there. Moved by the launch's offset, it
+    would date the fault four minutes early."""
+    logs = _logs(tmp_path, {"n1": "10:00:05", "n2": "10:00:05", "n3": "10:00:05"}, "")
+    (logs / "n4.log").write_text(syslog("n4", ("10:04:15", LAUNCH), ("10:09:20", STEPPED.format(s="-250.000000")),
+                                        ("10:20:00", f"kernel: {XID_79}")))
+    (logs / "slurm-900.out").write_text(f"30: [2026-11-20 10:20:01,000] {LAUNCH_FAILURE}\n")
+    v = verdicts_by_job(tmp_path, SACCT, logs, date(2026, 11, 20))["900"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("gpu", "gpu.fallen_off_bus", ["n4"])
+    assert v["first_fault_ts"].isoformat() == "2026-11-20T10:20:00+00:00"
+    assert role_of(v, "host.clock_step") == "context"
 
 
 def test_nodes_within_the_clock_skew_keep_their_stamps(tmp_path):
