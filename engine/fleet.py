@@ -25,8 +25,9 @@ lake, vectorized across attempts:
   so on that same node, and on it alone, within ``repeat_window`` (earlier verdicts keep
   no evidence to tell which node their fault was on), a GPU of it may be failing or
   computing wrong numbers: each such verdict gets a ``fleet`` note naming the node
-  (``fleet.sdc_suspect`` on a NaN loss, ``fleet.gpu_fault_suspect`` on a CUDA fault), and
-  is ``probable`` at most (the code may still be at fault).
+  (``fleet.sdc_suspect`` on a NaN loss, ``fleet.gpu_fault_suspect`` on a CUDA fault), names
+  it as a culprit (the node to test; the cause stays the code's), and is ``probable`` at
+  most (the code may still be at fault).
 
 A run applies them in two steps: :func:`fleet_notes` over a slim view of every verdict,
 then :func:`apply_fleet_notes` to each chunk of full verdicts as it is written.
@@ -242,8 +243,8 @@ def mark_gpu_suspects(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFr
     """Note, on each :data:`GPU_FAULT_CAUSES` verdict whose fault was on the ranks of one
     node only, that node when other jobs of the run ended of such a fault on it alone
     within ``repeat_window`` (one fault that struck two jobs sharing the node, within
-    ``clock_skew``, is one), and make such a verdict ``probable`` at most (see the module
-    docstring)."""
+    ``clock_skew``, is one), name it a culprit, and make such a verdict ``probable`` at
+    most (see the module docstring)."""
     window = timedelta(seconds=config.seconds("repeat_window"))
     same_fault = timedelta(seconds=config.seconds("clock_skew"))
     confined = verdicts.filter(
@@ -281,9 +282,11 @@ def mark_gpu_suspects(verdicts: pl.DataFrame, config: EngineConfig) -> pl.DataFr
             pl.when(nan).then(pl.lit("fleet.sdc_suspect")).otherwise(pl.lit("fleet.gpu_fault_suspect")),
             pl.when(nan).then(pl.lit("sdc_suspect")).otherwise(pl.lit("gpu_fault_suspect")), message,
         ).alias("_note"),
+        pl.col("node").alias("_suspect"),
     )
     return _update_noted(verdicts, notes, [
         pl.concat_list("evidence", "_note").alias("evidence"),
+        pl.concat_list("culprit_nodes", "_suspect").list.unique().list.sort().alias("culprit_nodes"),
         pl.when(pl.col("quality") == "definitive").then(pl.lit("probable")).otherwise(pl.col("quality")).alias("quality"),
     ])
 

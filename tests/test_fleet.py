@@ -246,8 +246,8 @@ def test_one_fault_that_struck_two_jobs_sharing_a_node_is_no_repeat():
 
 def test_nan_losses_of_several_jobs_on_one_node_alone_are_noted_as_silent_data_corruption():
     """Two users' losses went NaN on the ranks of n3 alone: each verdict stays the job's,
-    probable at most, with a note naming n3; a NaN on every node of a job (its learning
-    rate) and a NaN elsewhere are left alone."""
+    probable at most, with a note naming n3 and n3 its culprit (the node to test); a NaN on
+    every node of a job (its learning rate) and a NaN elsewhere are left alone."""
     att = attempts({"attempt_id": "a", "job_id": "1", "user": "u1", "nodes": ["n3", "n4"]},
                    {"attempt_id": "b", "job_id": "2", "user": "u2", "nodes": ["n2", "n3"],
                     "start_ts": at(100), "end_ts": at(160)},
@@ -264,11 +264,13 @@ def test_nan_losses_of_several_jobs_on_one_node_alone_are_noted_as_silent_data_c
     v = run_fleet(att, ev)
     for attempt in ("a", "b"):
         assert (v[attempt]["cause"], v[attempt]["quality"]) == ("workload.non_finite_loss", "probable")
+        assert v[attempt]["culprit_nodes"] == ["n3"]
         notes = [e for e in v[attempt]["evidence"] if e["rule_id"] == "fleet.sdc_suspect"]
         assert [(n["node"], "1 other job(s) ended on a GPU fault on n3 alone too (workload.non_finite_loss)"
                  in n["message"]) for n in notes] == [("n3", True)]
     for attempt in ("c", "d"):
         assert not any(e["rule_id"] == "fleet.sdc_suspect" for e in v[attempt]["evidence"])
+        assert v[attempt]["culprit_nodes"] == []
 
 
 def test_cuda_faults_of_several_jobs_on_one_node_alone_make_its_gpu_a_suspect():
@@ -309,7 +311,7 @@ def test_cuda_faults_of_several_jobs_on_one_node_alone_make_its_gpu_a_suspect():
                 "b": ("fleet.gpu_fault_suspect", "workload.illegal_memory_access, workload.non_finite_loss"),
                 "c": ("fleet.sdc_suspect", "workload.gpu_illegal_address, workload.illegal_memory_access")}
     for attempt, (rule, causes) in expected.items():
-        assert v[attempt]["quality"] == "probable"
+        assert (v[attempt]["quality"], v[attempt]["culprit_nodes"]) == ("probable", ["n3"])
         notes = [e for e in v[attempt]["evidence"] if e["source"] == "fleet"]
         assert [(n["rule_id"], n["node"]) for n in notes] == [(rule, "n3")]
         assert f"2 other job(s) ended on a GPU fault on n3 alone too ({causes})" in notes[0]["message"]
