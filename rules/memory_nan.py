@@ -5,7 +5,9 @@ contained the error and the row is swapped at the next reset (``gpu_xid.yaml`` m
 ``context``). But a rank on that node finding its loss or gradients NaN within
 :data:`BEFORE_NAN` after it is the one case where a memory error and a divergence of the
 job's own look alike: either the code diverged, or the failing row corrupted what the rank
-computed, and no line tells which. So the marking becomes a root candidate and both it and
+computed, and no line tells which. A NaN the job printed unstamped may have come anywhere
+in its span (from the stamp it inherited to the next stamped line, ``ts_hi``): a marking
+within that span, or a minute before it, is beside it too. So the marking becomes a root candidate and both it and
 the NaN are each other's rivals (:data:`~engine.rules.python_rules.RIVAL_PARAM`): the
 verdict names the node and lists both, never ``definitive``. Uncorrectable errors (XID 48,
 94, 95) outrank a NaN anywhere in the job outright (``precedence.memory_error_over_non_finite_loss``).
@@ -46,8 +48,9 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     key = ["attempt_id", "node"]
     pairs = (
         rows.filter(marked).select("_row", *key, "ts")
-        .join(rows.filter(nan).select(pl.col("_row").alias("_nan"), *key, pl.col("ts").alias("_nan_ts")), on=key)
-        .filter(pl.col("ts").is_between(pl.col("_nan_ts") - BEFORE_NAN, pl.col("_nan_ts") + PRINTED_AFTER))
+        .join(rows.filter(nan).select(pl.col("_row").alias("_nan"), *key, pl.col("ts").alias("_nan_ts"),
+                                      pl.col("ts_hi").alias("_nan_hi")), on=key)
+        .filter(pl.col("ts").is_between(pl.col("_nan_ts") - BEFORE_NAN, pl.col("_nan_hi") + PRINTED_AFTER))
     )
     if pairs.is_empty():
         return events

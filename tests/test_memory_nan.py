@@ -3,8 +3,8 @@
 An uncorrectable (double-bit) error anywhere in the job corrupts what its all-reduce spreads
 to every rank, so rank 0's NaN, unstamped or printed just before the driver's line, is its
 symptom (``precedence.memory_error_over_non_finite_loss``). A row the GPU marked for
-remapping seconds before the rank on that node found a NaN is a rival the verdict cannot
-rule out (``rules/memory_nan.py``); a lone row marking long before, or on another node, is
+remapping seconds before the rank on that node found a NaN (or within the span of an
+unstamped NaN) is a rival the verdict cannot rule out (``rules/memory_nan.py``); a lone row marking long before, or on another node, is
 not. Real lines, landed through the Slurm connector and the files landing, attributed by a
 run."""
 
@@ -24,6 +24,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 901|901|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:22:00|m3|gres/gpu=8,node=1
 902|902|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:22:00|m4|gres/gpu=8,node=1
 903|903|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:22:00|m[5-6]|gres/gpu=16,node=2
+904|904|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:22:00|m7|gres/gpu=8,node=1
 """
 # The trainer's own check of its loss (gist-ailab/uoais#16), unstamped behind srun's label.
 NAN_LOSS = "0: FloatingPointError: Loss became infinite or NaN at iteration=58213!"
@@ -52,6 +53,10 @@ def verdicts(tmp_path_factory):
     (logs / "m4.log").write_text(syslog("m4", ("10:00:13", f"kernel: {XID_63}")))
     (logs / "m5.log").write_text(syslog("m5", ("10:00:00", "kernel: ok")))
     (logs / "m6.log").write_text(syslog("m6", ("10:20:11", f"kernel: {XID_63}")))
+    # 904: the NaN traceback is unstamped after a step two minutes earlier; m7's row
+    # marking falls inside its span, before the next stamped line.
+    (logs / "m7.log").write_text(syslog("m7", ("10:20:00", f"kernel: {XID_63}")))
+    (logs / "slurm-904.out").write_text(_step("10:18:00") + NAN_LOSS + "\n" + TORCHRUN_SIGTERM.format(task=0, clock="10:20:40"))
     for job in ("901", "902", "903"):
         (logs / f"slurm-{job}.out").write_text(
             _step("10:20:00") + f"0: [2026-11-20 10:20:13] [rank0]: {NAN_GRAD}\n" + TORCHRUN_SIGTERM.format(task=0, clock="10:20:40"))
@@ -65,9 +70,10 @@ def test_a_double_bit_error_elsewhere_explains_rank_0s_nan(verdicts):
     assert role_of(v, "framework.non_finite_loss") != "root_candidate"
 
 
-def test_a_row_marked_seconds_before_the_nan_on_its_node_is_a_rival(verdicts):
-    v = verdicts["901"]
-    assert v["quality"] != "definitive" and "m3" in v["culprit_nodes"]
+@pytest.mark.parametrize("job, node", [("901", "m3"), ("904", "m7")])
+def test_a_row_marked_seconds_before_the_nan_on_its_node_is_a_rival(verdicts, job, node):
+    v = verdicts[job]
+    assert v["quality"] != "definitive" and node in v["culprit_nodes"]
     assert {v["domain"], *(a["domain"] for a in v["alternatives"])} >= {"gpu_memory", "workload"}
 
 
