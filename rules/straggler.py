@@ -60,7 +60,11 @@ has, too (a GPU that fell off the bus on another silent node): a whole node that
 no timeout and no root candidate of its own, but its CPUs stuck during the wait, is as
 good a reason for the hang, and they become its root candidates for the verdict to weigh
 against the other (one stuck since before the other fault is its rival:
-:func:`engine.decide.onset`).
+:func:`engine.decide.onset`). So do the kernel's stalls (:data:`HANG_REPORTS`) of a node
+holding one of a few silent ranks (:data:`FEW_SILENT_NODES`), not all its ranks silent: a
+rank each on two nodes never joined, one node's GPU fell off the bus, the other's CPU was
+stuck under a process the while; a node all of whose ranks timed out waited with the
+others, and its stalls stay context.
 
 When every rank timed out, none is missing; but a collective every rank entered still
 waits for the slowest, and a node whose kernel reported tasks blocked for minutes
@@ -287,14 +291,39 @@ def _stalls_beside_roots(events: pl.DataFrame, timeouts: pl.DataFrame, attempts:
         return events
     own_roots = events.filter((pl.col("role") == "root_candidate") & pl.col("node").is_not_null()) \
         .select("attempt_id", pl.col("node").alias("_node")).unique()
-    silent = _silent_nodes(_reported_world(timeouts, attempts)).join(own_roots, on=["attempt_id", "_node"], how="anti")
-    if silent.is_empty():
+    world = _reported_world(timeouts, attempts)
+    whole = _silent_nodes(world)
+    silent = whole.join(own_roots, on=["attempt_id", "_node"], how="anti")
+    partly = _nodes_of_few_silent_ranks(world).join(whole, on=["attempt_id", "_node"], how="anti") \
+        .join(own_roots, on=["attempt_id", "_node"], how="anti")
+    if silent.is_empty() and partly.is_empty():
         return events
     # The wide timeout rows are sorted for the few attempts with such a node only.
-    _, firsts, noticed = _wait(timeouts.join(silent, on="attempt_id", how="semi"), attempts)
-    return _stalls_as_roots(
-        events, silent.join(firsts.select("attempt_id", _began().alias("_began")), on="attempt_id")
-        .join(noticed, on="attempt_id"))
+    _, firsts, noticed = _wait(timeouts.join(pl.concat([silent, partly]), on="attempt_id", how="semi"), attempts)
+    wait = firsts.select("attempt_id", _began().alias("_began")).join(noticed, on="attempt_id")
+    events = _stalls_as_roots(events, silent.join(wait, on="attempt_id"))
+    return _stalls_as_roots(events, partly.join(wait, on="attempt_id"), reports=HANG_REPORTS)
+
+
+FEW_SILENT_NODES = 2
+"""At most how many nodes the ranks that reported no timeout may lie on for a node holding
+one of them, not all its ranks silent, to be weighed by its kernel's stalls: a rank each on
+two nodes went missing (one node's GPU off the bus, the other's CPU stuck under its rank's
+process); with more, ranks missing from many nodes say the job hung all over, and every
+busy node's soft lockups would stand as rivals."""
+
+
+def _nodes_of_few_silent_ranks(world: pl.DataFrame) -> pl.DataFrame:
+    """``attempt_id`` and ``_node`` of each node of ``world``'s attempts holding a rank that
+    reported no timeout, where those ranks lie on at most :data:`FEW_SILENT_NODES` nodes."""
+    held = (
+        world.select("attempt_id", "nodes", "_per_node", pl.col("_missing").alias("_rank")).explode("_rank")
+        .drop_nulls("_rank")
+        .select("attempt_id", pl.col("nodes").list.get(pl.col("_rank") // pl.col("_per_node"), null_on_oob=True)
+                .alias("_node"))
+        .drop_nulls("_node").unique()
+    )
+    return held.filter(pl.len().over("attempt_id") <= FEW_SILENT_NODES)
 
 
 def _storage_stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFrame:
@@ -398,13 +427,13 @@ def _own_work_as_root(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFrame
                        action="fix_workload")
 
 
-def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame, data_waits: pl.Series | None = None) -> pl.DataFrame:
-    """``events`` with the reports of :data:`WAIT_REPORTS` each attempt's silent node made
+def _stalls_as_roots(events: pl.DataFrame, waited: pl.DataFrame, data_waits: pl.Series | None = None,
+                     reports: pl.Expr = WAIT_REPORTS) -> pl.DataFrame:
+    """``events`` with the ``reports`` (:data:`WAIT_REPORTS`) each attempt's silent node made
     between the collective's start and its first timeout made root candidates.
     ``waited``: per attempt, the silent node, when the collective began and when the first
     timeout was printed. ``data_waits``: attempts whose silent rank was waiting in its
     DataLoader, where reports of a slowdown (:data:`SLOWDOWN_CAUSES`) stay as they were."""
-    reports = WAIT_REPORTS
     if data_waits is not None and not data_waits.is_empty():
         reports = reports & ~(pl.col("cause").is_in(SLOWDOWN_CAUSES) & pl.col("attempt_id").is_in(data_waits.implode()))
     stalls = _in_wait(

@@ -62,6 +62,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 642|642|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[96-97]|gres/gpu=4,node=2
 643|643|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[98-99]|gres/gpu=4,node=2
 644|644|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[100-101]|gres/gpu=4,node=2
+645|645|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[102-104]|gres/gpu=6,node=3
+646|646|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[105-107]|gres/gpu=6,node=3
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -178,6 +180,15 @@ def verdicts(tmp_path_factory):
         (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1)))
         (logs / f"{gpu}.log").write_text(syslog(gpu, ("10:29:00", "kernel: ok"), ("10:31:00", f"kernel: {XID_79}")))
         (logs / f"{cpu}.log").write_text(syslog(cpu, ("10:29:00", "kernel: ok"), (stuck, SOFT_LOCKUP)))
+    # 645: one rank each of n103 and n104 never joined (their other ranks timed out):
+    # n103's GPU fell off the bus at 10:31:00, n104's CPU was stuck since 10:30:53 under a
+    # process. 646: only n106's rank never joined; n107, whose ranks all timed out,
+    # reported its CPU stuck the same moment.
+    for job, (timed_out, gpu, cpu), ranks in (("645", ("n102", "n103", "n104"), (0, 1, 2, 4)),
+                                              ("646", ("n105", "n106", "n107"), (0, 1, 2, 4, 5))):
+        (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in ranks))
+        (logs / f"{gpu}.log").write_text(syslog(gpu, ("10:29:00", "kernel: ok"), ("10:31:00", f"kernel: {XID_79}")))
+        (logs / f"{cpu}.log").write_text(syslog(cpu, ("10:29:00", "kernel: ok"), ("10:31:20", SOFT_LOCKUP)))
     # 633: n77 and n78 both silent while n76's ranks waited: n77's CPU reported stuck for 27 s
     # at 10:31:20 (since 10:30:53), n78's training process blocked for 122 s at 10:33:00
     # (since 10:30:58). 634: the same, but n81's process was blocked from 10:33:58.
@@ -418,6 +429,18 @@ def test_a_silent_nodes_cpu_stuck_when_another_silent_nodes_gpu_fell_off_is_a_ri
     v = verdicts["631"]
     assert (v["domain"], v["culprit_nodes"], v["quality"]) == ("gpu", ["n71", "n72"], "ambiguous")
     assert [a["cause"] for a in v["alternatives"]] == ["host.cpu_stall"]
+
+
+def test_a_cpu_stuck_under_one_of_two_silent_ranks_when_the_others_gpu_fell_off_is_a_rival(verdicts):
+    """A rank each of two nodes never joined: one node's GPU fell off the bus, the other's
+    CPU was stuck since a moment before. Either explains the hang; a CPU stuck on a node
+    all of whose ranks timed out waited with them, and is no rival."""
+    v = verdicts["645"]
+    assert (v["domain"], v["culprit_nodes"], v["quality"]) == ("gpu", ["n103", "n104"], "ambiguous")
+    assert [a["cause"] for a in v["alternatives"]] == ["host.cpu_stall"]
+    v = verdicts["646"]
+    assert (v["domain"], v["culprit_nodes"], v["alternatives"]) == ("gpu", ["n106"], [])
+    assert role_of(v, "host.soft_lockup") == "context"
 
 
 def test_a_silent_nodes_cpu_stuck_minutes_after_the_gpu_fell_off_is_no_rival(verdicts):
