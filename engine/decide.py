@@ -918,5 +918,11 @@ def decide(
             .fill_null(pl.lit([], dtype=pl.List(ALTERNATIVE_DTYPE))).alias("alternatives"),
             action.alias("recommended_action"),
         )
+        # One cause found on several nodes at once (two links down a second apart) is
+        # certain, but not which of them broke the job, nor whether something they share
+        # did: such a verdict is ``probable`` at most.
+        .with_columns(
+            pl.when((pl.col("quality") == "definitive") & (pl.col("culprit_nodes").list.len() > 1))
+            .then(pl.lit("probable")).otherwise(pl.col("quality")).alias("quality"))
         .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
     )

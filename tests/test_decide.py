@@ -127,6 +127,24 @@ def test_roots_far_apart_are_ordered_and_same_domain_on_two_nodes_blames_both():
     assert v["b"]["culprit_nodes"] == ["n3", "n4"] and v["b"]["quality"] == "probable"
 
 
+def test_one_cause_on_two_nodes_corroborated_is_probable_at_most():
+    """Two GPUs off the bus a second apart, the other ranks' timeouts their cascade: the
+    cause is certain, which of the two broke the job is not; one GPU alone is definitive."""
+    att = attempts({"attempt_id": "two", "nodes": ["n1", "n2", "n3"]}, {"attempt_id": "one", "nodes": ["n4", "n5"]})
+    timeout = {"event": "nccl_timeout", "domain": "network", "cause": "network.collective_timeout", "role": "cascade",
+               "ts": at(20), "rank": 17, "source": "app"}
+    ev = events(
+        {"node": "n1", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10)},
+        {"node": "n2", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10.02)},
+        {**timeout, "node": "n3", "attempt_id": "two"},
+        {"node": "n4", "event": "xid", "domain": "gpu", "cause": "gpu.fallen_off_bus", "ts": at(10)},
+        {**timeout, "node": "n5", "attempt_id": "one"},
+    )
+    v, _ = verdict(att, ev)
+    assert (v["two"]["culprit_nodes"], v["two"]["quality"]) == (["n1", "n2"], "probable")
+    assert (v["one"]["culprit_nodes"], v["one"]["quality"]) == (["n4"], "definitive")
+
+
 def test_suppress_turns_cuda_error_into_cascade_and_precedence_into_confirmation():
     att = attempts({"attempt_id": "a", "nodes": ["n1"]})
     ev = events(
