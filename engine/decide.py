@@ -84,6 +84,10 @@ REASONLESS_CANCEL = "scheduler.cancelled"
 scheduler state that names one (``scheduler.deadline``…) is the verdict instead."""
 TIME_LIMIT = "scheduler.time_limit"
 """The cause of the scheduler's TIMEOUT (``states.yaml``)."""
+NODE_FAILURE = "host.node_failure"
+"""The cause of a node that stopped answering (srun's or slurmctld's word, a silent node
+that booted again, Ray's missed heartbeats): it says the node went, never why, so a verdict
+of it is ``probable`` at most."""
 HUNG_BEFORE_LIMIT = timedelta(minutes=10)
 """How long before the end of an attempt the scheduler timed out a watchdog must have
 reported a hung collective for the time limit to be only what stopped a hung job."""
@@ -920,9 +924,11 @@ def decide(
         )
         # One cause found on several nodes at once (two links down a second apart) is
         # certain, but not which of them broke the job, nor whether something they share
-        # did: such a verdict is ``probable`` at most.
+        # did; a node that stopped answering says nothing of why: such verdicts are
+        # ``probable`` at most.
         .with_columns(
-            pl.when((pl.col("quality") == "definitive") & (pl.col("culprit_nodes").list.len() > 1))
+            pl.when((pl.col("quality") == "definitive")
+                    & ((pl.col("culprit_nodes").list.len() > 1) | (pl.col("cause") == NODE_FAILURE)))
             .then(pl.lit("probable")).otherwise(pl.col("quality")).alias("quality"))
         .sort(["cluster", "end_ts", "attempt_id"], nulls_last=True)
     )
