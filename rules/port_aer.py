@@ -18,11 +18,13 @@ confirmation of the loss of its GPU, within :data:`SAME_GPU` either way).
 
 A local NVMe drive's own uncorrected error (the ``nvme`` driver's AER line, ``nvme
 0000:c1:00.0: AER: PCIe Bus Error: severity=Uncorrected …``) is the first sign of the drive
-failing when the node's storage then reports an NVMe device failing within
-:data:`DRIVE_FAILING` (the driver's command timeout, 30 s, then its reset and disable): the
-drive's failure is the root and the AER line its confirmation. The line names a PCI
-function, the later reports a controller (``nvme1``) or namespace (``nvme1n1``), and only
-a boot line ties the two, so the first NVMe failure on the node stands for it.
+failing when the driver then gives a controller up (:data:`DRIVE_LOST`: disabled after its
+reset failed, or down) on the node within :data:`DRIVE_FAILING` (its command timeout, 30 s,
+then its reset): the drive's failure is the root and the AER line its confirmation. The
+line names a PCI function, the later reports a controller (``nvme1``), and only a boot line
+ties the two, so the first controller given up on the node stands for it. A command that
+merely timed out and was aborted, a read that failed, leave the PCIe error the root: the
+link failed under a drive that answered again.
 Contract: :mod:`engine.rules.python_rules`.
 """
 
@@ -52,10 +54,10 @@ SAME_GPU = timedelta(minutes=1)
 NVME_REPORT = r"(?:^|\s)nvme [0-9a-fA-F]{4}:"
 """How the kernel names an NVMe drive's own AER report (the ``nvme`` PCI driver and the
 function's address)."""
-NVME_DEVICE = r"\bnvme\d+"
-"""A storage report about an NVMe controller or namespace (``nvme1``, ``nvme1n1``)."""
+DRIVE_LOST = ("storage.nvme_disabled", "storage.nvme_controller_down")
+"""Events of the NVMe driver giving a controller up (``host.yaml``, ``storage.yaml``)."""
 DRIVE_FAILING = timedelta(minutes=5)
-"""How soon after the drive's AER line the node's storage must report an NVMe device failing."""
+"""How soon after the drive's AER line the driver must give a controller up."""
 
 
 def apply(events: pl.DataFrame, context) -> pl.DataFrame:
@@ -77,7 +79,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     own = (pl.col("gpu") == pl.col("_lost")) & pl.col("ts").is_between(pl.col("_aer") - SAME_GPU, pl.col("_aer") + SAME_GPU)
     drive = (
         aer.filter(pl.col("message").str.contains(NVME_REPORT))
-        .join(events.filter(roots & (pl.col("domain") == "storage") & pl.col("message").str.contains(NVME_DEVICE))
+        .join(events.filter(pl.col("event").is_in(DRIVE_LOST) & (pl.col("role") != "context"))
               .select("attempt_id", "cluster", "node", pl.col("event_id").alias("_root"), "ts"),
               on=["attempt_id", "cluster", "node"])
         .filter(pl.col("ts").is_between(pl.col("_aer"), pl.col("_aer") + DRIVE_FAILING))

@@ -4,8 +4,9 @@ confirmation (``precedence.xid_over_gpu_pcie_error``);
 so is a fatal error the root port above it logged seconds before (``port_aer.py``);
 on another device (a NIC's own function), or a minute before, the AER line stays a root
 of its own. A non-fatal error the job ran on long after, failing of something else, passed.
-A local NVMe drive's own uncorrected error confirms the drive's failure that follows
-(``port_aer.py``); alone, it stays the root.
+A local NVMe drive's own uncorrected error confirms the drive's failure that follows (the
+driver disabling it: ``port_aer.py``); alone, or before a command that only timed out, it
+stays the root.
 Landed through the Slurm connector
 and the files landing, attributed by a run."""
 
@@ -49,6 +50,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 807|807|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:30:00|g8|gres/gpu=8,node=1
 808|808|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:22:00|g9|gres/gpu=8,node=1
 809|809|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:20:30|g10|gres/gpu=8,node=1
+810|810|train|alice|FAILED|1:0|2026-11-20T10:00:00|2026-11-20T10:21:00|g11|gres/gpu=8,node=1
 """
 
 
@@ -76,7 +78,10 @@ def verdicts(tmp_path_factory):
                                                  ("10:05:00", "kernel: pcieport 0000:80:1b.4: AER: device recovery successful")))
     (logs / "g9.log").write_text(syslog("g9", ("10:20:00", AER_NVME), *NVME_FAILING))
     (logs / "g10.log").write_text(syslog("g10", ("10:20:00", AER_NVME)))
-    for job in ("800", "801", "802", "803", "804", "806", "807", "808", "809"):
+    # 810: the drive answered again: a command aborted, a read failed, no disable.
+    (logs / "g11.log").write_text(syslog("g11", ("10:20:00", AER_NVME), NVME_FAILING[0],
+                                         ("10:20:31", "kernel: I/O error, dev nvme1n1, sector 884201472 op 0x0:(READ) flags 0x80700 phys_seg 16 prio class 2")))
+    for job in ("800", "801", "802", "803", "804", "806", "807", "808", "809", "810"):
         (logs / f"slurm-{job}.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n")
     (logs / "slurm-805.out").write_text(f"[2026-11-20 10:10:00,000] {ITERATION}\n[2026-11-20 10:28:00,000] {CUDA_OOM}\n")
     return verdicts_by_job(root, SACCT, logs, date(2026, 11, 20))
@@ -126,6 +131,7 @@ def test_a_local_drives_own_pcie_error_confirms_the_drives_failure_after_it(verd
     assert role_of(v, "pcie_aer_bus_error") == "confirmation"
 
 
-def test_a_local_drives_own_pcie_error_alone_stays_the_root(verdicts):
-    v = verdicts["809"]
-    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.pcie_uncorrected_error", ["g10"])
+@pytest.mark.parametrize("job, node", [("809", "g10"), ("810", "g11")])
+def test_a_local_drives_own_pcie_error_alone_or_before_a_drive_that_answered_stays_the_root(verdicts, job, node):
+    v = verdicts[job]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.pcie_uncorrected_error", [node])
