@@ -66,6 +66,12 @@ rank each on two nodes never joined, one node's GPU fell off the bus, the other'
 stuck under a process the while; a node all of whose ranks timed out waited with the
 others, and its stalls stay context.
 
+When no rank reported a collective timing out, but the ranks of one node alone reported
+their NCCL watchdog stuck (PyTorch's heartbeat monitor: a NCCL or CUDA call hung under
+it, and the process was aborted before any collective timed out), that node's kernel
+reports of a task blocked or a CPU stuck while it was (:data:`HANG_REPORTS`) are one fault
+with it: they become its root candidates.
+
 When every rank timed out, none is missing; but a collective every rank entered still
 waits for the slowest, and a node whose kernel reported tasks blocked for minutes
 (``host.hung_task``, a cascade on its own: a hung filesystem or driver call makes them,
@@ -168,6 +174,7 @@ def apply(events: pl.DataFrame, context) -> pl.DataFrame:
     timeouts = events.filter((pl.col("event") == COLLECTIVE_TIMEOUT_EVENT) & pl.col("rank").is_not_null())
     rooted = rooted_attempts(events)
     events = _stalls_beside_roots(events, timeouts.join(rooted, on="attempt_id", how="semi"), context.attempts)
+    events = _stuck_node_as_root(events, pl.concat([rooted, timeouts.select("attempt_id")]).unique())
     timeouts = timeouts.join(rooted, on="attempt_id", how="anti")
     if timeouts.is_empty():
         return events
@@ -379,6 +386,45 @@ def _hung_node_as_root(events: pl.DataFrame, waited: pl.DataFrame) -> pl.DataFra
         .select("_row", "attempt_id", "node", "ts", "last_ts"),
         waited, ["attempt_id"],
     ).filter(pl.col("node").n_unique().over("attempt_id") == 1)
+    if hung.is_empty():
+        return events
+    return with_role(events, at_rows(events, hung["_row"]), "root_candidate")
+
+
+STUCK_EVENT = "network.heartbeat_timeout"
+"""PyTorch's report that a rank's NCCL watchdog thread itself stopped (its heartbeat monitor
+timed out, or "watchdog got stuck for N seconds": a NCCL or CUDA call hung under it;
+``communication.yaml``)."""
+STUCK_DEFAULT = timedelta(minutes=10)
+"""How long before its report a rank's watchdog is taken to have stopped when the line
+says not (the heartbeat monitor's; the stuck line says its seconds)."""
+
+
+def _stuck_node_as_root(events: pl.DataFrame, excluded: pl.DataFrame) -> pl.DataFrame:
+    """``events`` with the hung-task and CPU-stall reports (:data:`HANG_REPORTS`) of the one
+    node whose ranks alone reported their watchdog stuck (:data:`STUCK_EVENT`), printed
+    while it was, made root candidates: in an attempt no rank of which reported a
+    collective timing out and nothing else explains (``excluded``: those with a root
+    candidate or a timeout), a NCCL or CUDA call that hung in those ranks' process and their
+    kernel's report of a task blocked, or a CPU stuck, there are one fault."""
+    stuck = (
+        events.filter((pl.col("event") == STUCK_EVENT) & pl.col("node").is_not_null())
+        .join(excluded, on="attempt_id", how="anti")
+        .filter(pl.col("node").n_unique().over("attempt_id") == 1)
+    )
+    if stuck.is_empty():
+        return events
+    lasted = pl.duration(seconds=pl.col("params").str.json_path_match("$.stuck_s").cast(pl.Int64, strict=False))
+    waited = stuck.group_by("attempt_id").agg(
+        pl.col("node").first(),
+        (pl.col("ts") - lasted.fill_null(STUCK_DEFAULT)).min().alias("_began"),
+        pl.col("ts_hi").max().alias("_noticed"),
+    )
+    hung = _in_wait(
+        events.with_row_index("_row").filter(HANG_REPORTS & pl.col("node").is_not_null())
+        .select("_row", "attempt_id", "node", "ts", "last_ts"),
+        waited, ["attempt_id", "node"],
+    )
     if hung.is_empty():
         return events
     return with_role(events, at_rows(events, hung["_row"]), "root_candidate")

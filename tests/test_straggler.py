@@ -64,6 +64,8 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 644|644|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[100-101]|gres/gpu=4,node=2
 645|645|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[102-104]|gres/gpu=6,node=3
 646|646|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[105-107]|gres/gpu=6,node=3
+647|647|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[108-109]|gres/gpu=4,node=2
+648|648|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[110-111]|gres/gpu=4,node=2
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -76,6 +78,12 @@ SOFT_LOCKUP = "kernel: watchdog: BUG: soft lockup - CPU#18 stuck for 27s! [pytho
 # The kernel's hung-task report (its format as pop-os/system76-power#179 shows it) of a
 # training process blocked in the kernel.
 HUNG = "kernel: INFO: task python3:47696 blocked for more than 122 seconds."
+# PyTorch's heartbeat monitor and its stuck watchdog (the pack's comm.nccl_heartbeat_timeout
+# and comm.nccl_watchdog_stuck lines: Intellindust-AI-Lab/DEIM#105), behind rank 2's label.
+HEARTBEAT = ("2: [rank2]:[E1120 {clock}.102938000 ProcessGroupNCCL.cpp:1316] [PG 0 Rank 2] Heartbeat monitor timed out! "
+             "Process will be terminated after dumping debug info. workMetaList_.size()=1")
+STUCK = ("2: [rank2]:[F1120 {clock}.204912000 ProcessGroupNCCL.cpp:1169] [PG 0 Rank 2] ProcessGroupNCCL's watchdog got "
+         "stuck for 480 seconds without making progress in monitoring enqueued collectives.")
 # A Lustre client's metadata request that got no timely answer (aws/aws-parallelcluster#2701).
 SLOW_REPLY = ("kernel: Lustre: 3315:0:(client.c:2116:ptlrpc_expire_one_request()) @@@ Request sent has timed out for "
               "slow reply: [sent 1619790610/real 1619790610]  req@0000000052a0ed37 x1698193162592192/t0(0) "
@@ -189,6 +197,12 @@ def verdicts(tmp_path_factory):
         (logs / f"slurm-{job}.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in ranks))
         (logs / f"{gpu}.log").write_text(syslog(gpu, ("10:29:00", "kernel: ok"), ("10:31:00", f"kernel: {XID_79}")))
         (logs / f"{cpu}.log").write_text(syslog(cpu, ("10:29:00", "kernel: ok"), ("10:31:20", SOFT_LOCKUP)))
+    # 647: rank 2's watchdog (on n109) got stuck, its heartbeat monitor aborted it before any
+    # collective timed out, and n109's kernel reported a task blocked since 10:31:58.
+    # 648: the same without the kernel's report.
+    for job, node, kernel in (("647", "n109", (("10:34:00", HUNG),)), ("648", "n111", ())):
+        (logs / f"slurm-{job}.out").write_text(HEARTBEAT.format(clock="10:39:00") + "\n" + STUCK.format(clock="10:40:00") + "\n")
+        (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), *kernel))
     # 633: n77 and n78 both silent while n76's ranks waited: n77's CPU reported stuck for 27 s
     # at 10:31:20 (since 10:30:53), n78's training process blocked for 122 s at 10:33:00
     # (since 10:30:58). 634: the same, but n81's process was blocked from 10:33:58.
@@ -441,6 +455,16 @@ def test_a_cpu_stuck_under_one_of_two_silent_ranks_when_the_others_gpu_fell_off_
     v = verdicts["646"]
     assert (v["domain"], v["culprit_nodes"], v["alternatives"]) == ("gpu", ["n106"], [])
     assert role_of(v, "host.soft_lockup") == "context"
+
+
+def test_a_task_blocked_on_the_node_whose_watchdog_alone_got_stuck_is_the_root(verdicts):
+    """No collective timed out: rank 2's own watchdog got stuck under a hung NCCL or CUDA
+    call, and its node's kernel reported a task blocked meanwhile: one fault, that node's.
+    Without the kernel's word the stuck watchdog names nothing."""
+    v = verdicts["647"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.hung_task", ["n109"])
+    v = verdicts["648"]
+    assert (v["cause"], v["culprit_nodes"], v["quality"]) == ("unknown.symptoms_only", [], "insufficient")
 
 
 def test_a_silent_nodes_cpu_stuck_minutes_after_the_gpu_fell_off_is_no_rival(verdicts):
