@@ -57,7 +57,8 @@ context.
 
 A silent node's reports of that kind count beside a root candidate another node already
 has, too (a GPU that fell off the bus on another silent node): a whole node that reported
-no timeout and no root candidate of its own, but its CPUs stuck during the wait, is as
+no timeout and no root candidate of its own (Slurm's word that it failed, saying only that
+it went, does not count), but its CPUs stuck during the wait, is as
 good a reason for the hang, and they become its root candidates for the verdict to weigh
 against the other (one stuck since before the other fault is its rival:
 :func:`engine.decide.onset`). So do the kernel's stalls (:data:`HANG_REPORTS`) of a node
@@ -96,6 +97,7 @@ from datetime import timedelta
 import polars as pl
 
 from engine.config import NODE_LOG_SOURCES
+from engine.decide import NODE_FAILURE
 from engine.rules.python_rules import (
     BOOT_EVENT, COLLECTIVE_TIMEOUT_EVENT, SLOWDOWN_CAUSES, at_rows, new_events, node_down_events, rebooted,
     rooted_attempts, with_role, with_values,
@@ -296,7 +298,10 @@ def _stalls_beside_roots(events: pl.DataFrame, timeouts: pl.DataFrame, attempts:
     the verdict weighs them (``timeouts``: those attempts' watchdog timeouts)."""
     if timeouts.is_empty():
         return events
-    own_roots = events.filter((pl.col("role") == "root_candidate") & pl.col("node").is_not_null()) \
+    # A node's own root that only says it stopped answering (slurmctld's word, later) says
+    # less than its kernel's stalls while the others waited: those still count.
+    own_roots = events.filter((pl.col("role") == "root_candidate") & pl.col("node").is_not_null()
+                              & (pl.col("cause") != NODE_FAILURE)) \
         .select("attempt_id", pl.col("node").alias("_node")).unique()
     world = _reported_world(timeouts, attempts)
     whole = _silent_nodes(world)

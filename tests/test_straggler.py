@@ -66,6 +66,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 646|646|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[105-107]|gres/gpu=6,node=3
 647|647|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[108-109]|gres/gpu=4,node=2
 648|648|train|alice|FAILED|134:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[110-111]|gres/gpu=4,node=2
+649|649|train|alice|NODE_FAIL|0:0|2026-11-20T10:00:00|2026-11-20T10:41:00|n[114-115]|gres/gpu=4,node=2
 """
 # The kernel's CPU thermal throttle report since 5.5 (therm_throt.c, throttle_active_work()).
 THROTTLED = "kernel: CPU47: Package temperature is above threshold, cpu clock is throttled (total events = 118)"
@@ -203,6 +204,11 @@ def verdicts(tmp_path_factory):
     for job, node, kernel in (("647", "n109", (("10:34:00", HUNG),)), ("648", "n111", ())):
         (logs / f"slurm-{job}.out").write_text(HEARTBEAT.format(clock="10:39:00") + "\n" + STUCK.format(clock="10:40:00") + "\n")
         (logs / f"{node}.log").write_text(syslog(node, ("10:29:00", "kernel: ok"), *kernel))
+    # 649: n115's ranks never joined and its kernel reported a task blocked during the
+    # wait; srun then said the node failed (salloc/srun's "Node failure on", nebius/soperator#854).
+    (logs / "slurm-649.out").write_text("".join(watchdog_timeout(r, "10:40:00") + "\n" for r in (0, 1))
+                                        + "srun: error: Node failure on n115\n")
+    (logs / "n115.log").write_text(syslog("n115", ("10:29:00", "kernel: ok"), ("10:33:00", HUNG)))
     # 633: n77 and n78 both silent while n76's ranks waited: n77's CPU reported stuck for 27 s
     # at 10:31:20 (since 10:30:53), n78's training process blocked for 122 s at 10:33:00
     # (since 10:30:58). 634: the same, but n81's process was blocked from 10:33:58.
@@ -465,6 +471,13 @@ def test_a_task_blocked_on_the_node_whose_watchdog_alone_got_stuck_is_the_root(v
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.hung_task", ["n109"])
     v = verdicts["648"]
     assert (v["cause"], v["culprit_nodes"], v["quality"]) == ("unknown.symptoms_only", [], "insufficient")
+
+
+def test_a_silent_nodes_blocked_task_says_more_than_its_later_node_failure(verdicts):
+    """srun's "Node failure on n115" says the node stopped answering, not why; its kernel's
+    task blocked while the others waited does, on the same node."""
+    v = verdicts["649"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.hung_task", ["n115"])
 
 
 def test_a_silent_nodes_cpu_stuck_minutes_after_the_gpu_fell_off_is_no_rival(verdicts):
