@@ -6,7 +6,7 @@ a job started still explains the job's failure. Some events cannot outlive what 
 happened to: an OOM kill or the kernel's report of a segfault ends the process it names,
 XID 13/31/43 end the GPU context of the process that faulted, a contained ECC error (XID
 94) ends the process whose memory it hit and leaves the GPU in service, a power-off
-ends the boot the node was in, and a stopped slurmd ends with the daemon (a job that
+or an announced reboot ends the boot the node was in, and a stopped slurmd ends with the daemon (a job that
 started on the node later was launched by a slurmd started again). Stamped
 before the attempt started, they belong to the job (or the boot) before it: for this
 attempt they are ``context``, never its root. Stamped during it, they are its own, unless
@@ -56,6 +56,7 @@ ENDED_BEFORE_START = (
     "host.oom_report",
     "host.oom_reaped",
     "host.node_power_off",
+    "host.node_reboot_announced",
     "scheduler.slurmd_stopped",
     "xid_13_graphics_exception",
     "xid_31_mmu_fault",

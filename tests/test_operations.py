@@ -3,8 +3,8 @@ Slurm connector, the files landing and a run: a node someone set DOWN (slurmctld
 ``update_node`` lines) is the operator's doing, not the node's fault, unless the node
 reported a fault first, NHC gave its failed check as the reason, or a cloud's resume program
 gave the instance it could not launch; a slurmd someone stopped is the same (sudo, slurmd or
-systemd saying so), while a slurmd restart the job outlived, or a stop before it started,
-is not its end; an NHC process check (a system service not running) does not end a job; and
+systemd saying so), while a slurmd restart the job outlived, a stop before it started, or
+one the node's announced reboot made, is not the operator's; an NHC process check (a system service not running) does not end a job; and
 a generic exception does not confirm another line's fault because its unknown stamp spans
 it, while it does confirm the one printed with it."""
 
@@ -27,6 +27,7 @@ SACCT = """JobID|JobIDRaw|JobName|User|State|ExitCode|Start|End|NodeList|AllocTR
 937|937|train|alice|NODE_FAIL|0:0|2026-11-20T09:55:00|2026-11-20T10:13:46|od-dy-p5-[1-2]|gres/gpu=16,node=2
 938|938|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:35:00|n[14-15]|gres/gpu=16,node=2
 939|939|train|alice|FAILED|1:0|2026-11-20T08:00:00|2026-11-20T08:00:40|n16|gres/gpu=8,node=1
+940|940|train|alice|NODE_FAIL|0:0|2026-11-20T08:00:00|2026-11-20T09:26:00|n[17-18]|gres/gpu=16,node=2
 """
 
 # slurmctld/node_mgr.c update_node(): "%s: node %s reason set to: %s", "… state set to %s".
@@ -72,7 +73,7 @@ def verdicts(tmp_path_factory):
     logs = root / "logs"
     logs.mkdir()
     for job, batch, end in (("930", "n1", "09:41:14"), ("931", "n3", "09:32:39"), ("932", "n5", "09:50:00"),
-                            ("933", "n7", "10:06:20"), ("938", "n14", "09:35:00")):
+                            ("933", "n7", "10:06:20"), ("938", "n14", "09:35:00"), ("940", "n17", "09:26:00")):
         (logs / f"slurm-{job}.out").write_text(
             f"0: [2026-11-20 09:00:00,000] {ITERATION}\n" + NODE_FAILURE_BANNER.format(job=job, node=batch, clock=end))
     (logs / "n6.log").write_text(syslog("n6", ("09:45:00", f"kernel: {XID_79}")))
@@ -84,6 +85,11 @@ def verdicts(tmp_path_factory):
         "n16", *(("07:38:00", line) for line in SYSTEMD_STOP), ("07:40:55", f"kernel: {BOOT}"),
         ("07:41:30", "systemd[1]: Started Slurm node daemon.")))
     (logs / "slurm-939.out").write_text(f"[2026-11-20 08:00:35,000] {CUDA_OOM}\n")
+    # 940: unattended upgrades rebooted n18 mid-job: logind announced it (systemd#1421's
+    # line), systemd stopped slurmd with everything else, and the node booted again.
+    (logs / "n18.log").write_text(syslog(
+        "n18", ("09:20:00", "systemd-logind[1520]: System is rebooting."), ("09:20:01", SYSTEMD_STOP[0]),
+        ("09:23:00", f"kernel: {BOOT}")))
     # 934: slurmd restarted at 08:30 (a package upgrade); the job ran on two hours, then
     # ran out of GPU memory.
     (logs / "n9.log").write_text(syslog(
@@ -148,6 +154,12 @@ def test_a_slurmd_only_systemd_says_was_stopped_is_the_operators_doing_too(verdi
     v = verdicts["938"]
     assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("scheduler", "scheduler.slurmd_stopped", [])
     assert v["first_fault_ts"].strftime("%H:%M:%S") == "09:30:02"
+
+
+def test_a_slurmd_stopped_by_the_nodes_announced_reboot_is_the_reboots(verdicts):
+    v = verdicts["940"]
+    assert (v["domain"], v["cause"], v["culprit_nodes"]) == ("host", "host.node_failure", ["n18"])
+    assert role_of(v, "scheduler.slurmd_stopped") == "confirmation"
 
 
 def test_a_slurmd_stopped_before_the_job_started_did_not_end_it(verdicts):
