@@ -5,9 +5,9 @@ to ``grace`` after its end — reaches it, so that a GPU that fell off the bus s
 a job started still explains the job's failure. Some events cannot outlive what they
 happened to: an OOM kill or the kernel's report of a segfault ends the process it names,
 XID 13/31/43 end the GPU context of the process that faulted, a contained ECC error (XID
-94) ends the process whose memory it hit and leaves the GPU in service, a power-off
-or an announced reboot ends the boot the node was in, and a stopped slurmd ends with the daemon (a job that
-started on the node later was launched by a slurmd started again). Stamped
+94) ends the process whose memory it hit and leaves the GPU in service, a power-off or an
+announced reboot ends the boot the node was in, and a stopped slurmd ends with the daemon
+(a job that started on the node later was launched by a slurmd started again). Stamped
 before the attempt started, they belong to the job (or the boot) before it: for this
 attempt they are ``context``, never its root. Stamped during it, they are its own, unless
 it went on working for more than :data:`OUTLIVED` after them (after the latest moment

@@ -7,8 +7,8 @@ contained the error and the row is swapped at the next reset (``gpu_xid.yaml`` m
 job's own look alike: either the code diverged, or the failing row corrupted what the rank
 computed, and no line tells which. A NaN the job printed unstamped may have come anywhere
 in its span (from the stamp it inherited to the next stamped line, ``ts_hi``): a marking
-within that span, or a minute before it, is beside it too. So the marking becomes a root candidate and both it and
-the NaN are each other's rivals (:data:`~engine.rules.python_rules.RIVAL_PARAM`): the
+within that span, or a minute before it, is beside it too. So the marking becomes a root
+candidate and both it and the NaN are each other's rivals (:data:`~engine.rules.python_rules.RIVAL_PARAM`): the
 verdict names the node and lists both, never ``definitive``. Uncorrectable errors (XID 48,
 94, 95) outrank a NaN anywhere in the job outright (``precedence.memory_error_over_non_finite_loss``).
 
