@@ -56,10 +56,12 @@ def _outcomes(pack: RulePack) -> list[Outcome]:
 
 def dangling_references(pack: RulePack) -> list[str]:
     """Names in suppress/precedence selectors, and causes a state rule ``agrees_with``, that
-    no rule of ``pack`` produces."""
+    no rule of ``pack`` produces (python rules' by the causes they declare: cause, domain,
+    role, event)."""
     outcomes = _outcomes(pack)
-    events = {o.event for o in outcomes}
-    causes = {o.cause for o in outcomes}
+    declared = [cause for loaded in pack.python for cause in getattr(loaded, "causes", ())]
+    events = {o.event for o in outcomes} | {c[3] for c in declared}
+    causes = {o.cause for o in outcomes} | {c[0] for c in declared}
     rule_ids = {r.id for r in (*pack.extract, *pack.metric, *pack.state)} | {
         r.rule.id if hasattr(r, "rule") else r.id for r in pack.python
     }
