@@ -421,18 +421,11 @@ def _stuck_node_as_root(events: pl.DataFrame, excluded: pl.DataFrame) -> pl.Data
         return events
     lasted = pl.duration(seconds=pl.col("params").str.json_path_match("$.stuck_s").cast(pl.Int64, strict=False))
     waited = stuck.group_by("attempt_id").agg(
-        pl.col("node").first(),
+        pl.col("node").first().alias("_node"),
         (pl.col("ts") - lasted.fill_null(STUCK_DEFAULT)).min().alias("_began"),
         pl.col("ts_hi").max().alias("_noticed"),
     )
-    hung = _in_wait(
-        events.with_row_index("_row").filter(HANG_REPORTS & pl.col("node").is_not_null())
-        .select("_row", "attempt_id", "node", "ts", "last_ts"),
-        waited, ["attempt_id", "node"],
-    )
-    if hung.is_empty():
-        return events
-    return with_role(events, at_rows(events, hung["_row"]), "root_candidate")
+    return _stalls_as_roots(events, waited, reports=HANG_REPORTS)
 
 
 def _data_waits_as_roots(events: pl.DataFrame, alone: pl.DataFrame) -> pl.DataFrame:
